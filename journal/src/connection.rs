@@ -1,0 +1,44 @@
+//! Opening SQLite connections with the journal's settings.
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::Error;
+
+const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
+
+/// How a connection is opened: creating the file, or only if it already exists.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Create {
+    IfMissing,
+    Never,
+}
+
+pub(crate) fn open(path: &Path, create: Create) -> Result<Connection, Error> {
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if create == Create::IfMissing {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| Error::sqlite(path, e))?;
+    // Set before anything else so even the first read waits for a concurrent writer.
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| Error::sqlite(path, e))?;
+    Ok(conn)
+}
+
+/// The durability settings every journal connection uses. They must be set outside any
+/// transaction: SQLite ignores `journal_mode` and `synchronous` changes inside one.
+pub(crate) fn apply_pragmas(conn: &Connection, path: &Path) -> Result<(), Error> {
+    let sqlite = |e| Error::sqlite(path, e);
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)).map_err(sqlite)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::Corrupt(format!(
+            "journal `{}` could not be switched to WAL mode (got `{mode}`); is it on a network filesystem?",
+            path.display()
+        )));
+    }
+    conn.pragma_update(None, "synchronous", "FULL").map_err(sqlite)?;
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(sqlite)?;
+    Ok(())
+}

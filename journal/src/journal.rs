@@ -1,0 +1,129 @@
+//! The journal handle: opening, the run lock, key helpers and writes. Reads are in
+//! `queries.rs`, the integrity check in `verify.rs`.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use rusqlite::Connection;
+
+use crate::connection::{self, Create};
+use crate::error::Error;
+use crate::keys::{self, Keys};
+use crate::lock::RunLock;
+use crate::records::{Holder, NewEvent, NewRun};
+use crate::schema;
+use crate::writer::JournalWriter;
+
+/// An open journal. `Send + Sync`: reads share one connection behind a mutex (WAL lets them
+/// proceed while the writer commits), and all writes go through the single writer thread.
+pub struct Journal {
+    path: PathBuf,
+    keys: Arc<Keys>,
+    reader: Mutex<Connection>,
+    writer: JournalWriter,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Journal").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl Journal {
+    /// Opens the journal at `path`, creating it and its key file if missing, and migrates it to
+    /// the current schema. A journal from a newer build is refused before anything is changed.
+    pub fn open(path: &Path) -> Result<Journal, Error> {
+        Journal::open_with(path, Create::IfMissing)
+    }
+
+    /// Opens a journal that must already exist, creating nothing (for read-only commands).
+    /// Fails with [`Error::NotFound`] if the journal is missing and [`Error::Key`] if its key is.
+    pub fn open_existing(path: &Path) -> Result<Journal, Error> {
+        match path.try_exists() {
+            Ok(true) => Journal::open_with(path, Create::Never),
+            Ok(false) => Err(Error::NotFound(path.to_path_buf())),
+            Err(e) => Err(Error::io(path, e)),
+        }
+    }
+
+    fn open_with(path: &Path, create: Create) -> Result<Journal, Error> {
+        let mut write_conn = connection::open(path, create)?;
+        // Before the pragmas: switching to WAL rewrites the file header, and a journal from a
+        // newer build must be left exactly as it was.
+        schema::check_not_too_new(&write_conn, path)?;
+        connection::apply_pragmas(&write_conn, path)?;
+        schema::migrate(&mut write_conn, path)?;
+
+        let keys = Arc::new(Keys::load(path, create == Create::IfMissing)?);
+
+        let reader = connection::open(path, Create::Never)?;
+        connection::apply_pragmas(&reader, path)?;
+        // The read path must never write; all writes go through the writer's chain state.
+        reader.pragma_update(None, "query_only", "ON").map_err(|e| Error::sqlite(path, e))?;
+
+        let writer = JournalWriter::spawn(write_conn, Arc::clone(&keys), path)?;
+        Ok(Journal { path: path.to_path_buf(), keys, reader: Mutex::new(reader), writer })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `<journal>.key`: the 32-byte key behind digests, sealing and the hash chain.
+    pub fn key_path(&self) -> PathBuf {
+        keys::key_path(&self.path)
+    }
+
+    /// `<journal>.lock`: the run lock file, holding the current holder as JSON.
+    pub fn lock_path(&self) -> PathBuf {
+        keys::sibling(&self.path, ".lock")
+    }
+
+    /// Takes the run lock, or reports who holds it ([`Error::Locked`]). Released on drop, and
+    /// by the OS if this process dies.
+    pub fn lock(&self, holder: &Holder) -> Result<RunLock, Error> {
+        RunLock::acquire(&self.lock_path(), holder)
+    }
+
+    /// `hmac-sha256:<hex>`, keyed by this journal's key: lets a secret (or any input) be
+    /// recorded and compared across runs without being recoverable from the journal.
+    pub fn digest(&self, bytes: &[u8]) -> String {
+        self.keys.digest(bytes)
+    }
+
+    /// Encrypts `plaintext` as `sealed:v1:<base64(nonce || ciphertext)>`, so a secret output can
+    /// be journaled for resume without ever being stored in plaintext.
+    pub fn seal(&self, plaintext: &[u8]) -> String {
+        self.keys.seal(plaintext)
+    }
+
+    pub fn unseal(&self, sealed: &str) -> Result<Vec<u8>, Error> {
+        self.keys.unseal(sealed)
+    }
+
+    /// Inserts the run row and its `run_created` event in one transaction.
+    pub fn create_run(&self, run: &NewRun) -> Result<(), Error> {
+        self.writer.create_run_blocking(run.clone()).map(|_| ())
+    }
+
+    /// Appends `events` in one transaction and returns their seqs once durably committed.
+    pub fn append(&self, events: &[NewEvent]) -> Result<Vec<i64>, Error> {
+        self.writer.append_blocking(events.to_vec())
+    }
+
+    /// A cloneable handle to the writer thread, for appending from async tasks. Appends from
+    /// many tasks at once are group-committed.
+    pub fn writer(&self) -> Result<JournalWriter, Error> {
+        Ok(self.writer.clone())
+    }
+
+    pub(crate) fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// The read connection. A panic while it was held cannot leave it inconsistent (SQLite
+    /// rolls back the open read), so a poisoned mutex is simply taken over.
+    pub(crate) fn reader(&self) -> MutexGuard<'_, Connection> {
+        self.reader.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}

@@ -1,0 +1,195 @@
+//! The journal's 32-byte key file and what is derived from it.
+//!
+//! One key file, three uses, each under its own derived subkey so that a value produced for one
+//! purpose can never be passed off as another: in particular a digest of attacker-chosen bytes
+//! (e.g. a variable's value) must not double as a valid chain hash for a forged event.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use chacha20poly1305::aead::{Aead, KeyInit};
+use chacha20poly1305::{ChaCha20Poly1305, Nonce};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use crate::error::Error;
+
+type HmacSha256 = Hmac<Sha256>;
+
+const KEY_LEN: usize = 32;
+const NONCE_LEN: usize = 12;
+const DIGEST_PREFIX: &str = "hmac-sha256:";
+const SEALED_PREFIX: &str = "sealed:v1:";
+
+pub(crate) struct Keys {
+    chain: [u8; 32],
+    digest: [u8; 32],
+    seal: ChaCha20Poly1305,
+}
+
+impl std::fmt::Debug for Keys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Keys(..)")
+    }
+}
+
+pub(crate) fn key_path(journal: &Path) -> PathBuf {
+    sibling(journal, ".key")
+}
+
+/// `<journal><suffix>`, keeping the full file name (so `j.db` -> `j.db.key`, not `j.key`).
+pub(crate) fn sibling(journal: &Path, suffix: &str) -> PathBuf {
+    let mut name = journal.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+impl Keys {
+    pub(crate) fn from_master(master: &[u8; KEY_LEN]) -> Keys {
+        let chain = derive(master, b"runbook-journal/chain/v1");
+        let digest = derive(master, b"runbook-journal/digest/v1");
+        let seal_key = derive(master, b"runbook-journal/seal/v1");
+        Keys { chain, digest, seal: ChaCha20Poly1305::new((&seal_key).into()) }
+    }
+
+    /// Reads the key next to `journal`, creating it first if it is missing and `create` is set.
+    pub(crate) fn load(journal: &Path, create: bool) -> Result<Keys, Error> {
+        let path = key_path(journal);
+        match read_key(&path) {
+            Ok(master) => Ok(Keys::from_master(&master)),
+            Err(Error::Io { source, .. }) if create && source.kind() == std::io::ErrorKind::NotFound => {
+                create_key(&path)?;
+                Ok(Keys::from_master(&read_key(&path)?))
+            }
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Err(Error::Key(format!(
+                "key file `{}` is missing; without it the journal cannot be verified or its sealed values read",
+                path.display()
+            ))),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub(crate) fn chain_hash(&self, canonical: &[u8]) -> String {
+        hex::encode(mac(&self.chain, canonical))
+    }
+
+    pub(crate) fn digest(&self, bytes: &[u8]) -> String {
+        format!("{DIGEST_PREFIX}{}", hex::encode(mac(&self.digest, bytes)))
+    }
+
+    pub(crate) fn seal(&self, plaintext: &[u8]) -> String {
+        let nonce_bytes: [u8; NONCE_LEN] = rand::random();
+        let ciphertext = self
+            .seal
+            .encrypt(Nonce::from_slice(&nonce_bytes), plaintext)
+            .expect("ChaCha20-Poly1305 encryption only fails for inputs over 256 GiB");
+        let mut blob = Vec::with_capacity(NONCE_LEN + ciphertext.len());
+        blob.extend_from_slice(&nonce_bytes);
+        blob.extend_from_slice(&ciphertext);
+        format!("{SEALED_PREFIX}{}", BASE64.encode(blob))
+    }
+
+    pub(crate) fn unseal(&self, sealed: &str) -> Result<Vec<u8>, Error> {
+        let encoded = sealed
+            .strip_prefix(SEALED_PREFIX)
+            .ok_or_else(|| Error::Unseal(format!("value does not start with `{SEALED_PREFIX}`")))?;
+        let blob = BASE64.decode(encoded).map_err(|e| Error::Unseal(format!("invalid base64: {e}")))?;
+        if blob.len() < NONCE_LEN {
+            return Err(Error::Unseal("value is too short".to_string()));
+        }
+        let (nonce, ciphertext) = blob.split_at(NONCE_LEN);
+        self.seal.decrypt(Nonce::from_slice(nonce), ciphertext).map_err(|_| {
+            Error::Unseal("authentication failed (sealed with a different journal key, or altered)".to_string())
+        })
+    }
+}
+
+fn derive(master: &[u8], label: &[u8]) -> [u8; 32] {
+    mac(master, label)
+}
+
+fn mac(key: &[u8], bytes: &[u8]) -> [u8; 32] {
+    let mut mac = <HmacSha256 as Mac>::new_from_slice(key).expect("HMAC accepts keys of any length");
+    mac.update(bytes);
+    mac.finalize().into_bytes().into()
+}
+
+fn read_key(path: &Path) -> Result<[u8; KEY_LEN], Error> {
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut bytes = Vec::with_capacity(KEY_LEN);
+    file.read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
+    bytes.try_into().map_err(|bytes: Vec<u8>| {
+        Error::Key(format!("key file `{}` holds {} bytes, expected {KEY_LEN}", path.display(), bytes.len()))
+    })
+}
+
+/// Publishes a new key atomically: it is written in full to a private temporary file and then
+/// hard-linked into place. `link` fails if the key already exists (O_EXCL semantics), so two
+/// processes opening a new journal at once agree on one key, and neither ever reads a
+/// half-written file.
+fn create_key(path: &Path) -> Result<(), Error> {
+    let master: [u8; KEY_LEN] = rand::random();
+    let suffix: u64 = rand::random();
+    let tmp = sibling(path, &format!(".tmp-{suffix:016x}"));
+    let result = write_new_private_file(&tmp, &master).and_then(|()| {
+        match std::fs::hard_link(&tmp, path) {
+            Ok(()) => sync_parent_dir(path),
+            // Someone else won the race; their key is the key.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(Error::io(path, e)),
+        }
+    });
+    let _ = std::fs::remove_file(&tmp);
+    result
+}
+
+fn write_new_private_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path).map_err(|e| Error::io(path, e))?;
+    file.write_all(bytes).map_err(|e| Error::io(path, e))?;
+    file.sync_all().map_err(|e| Error::io(path, e))
+}
+
+fn sync_parent_dir(path: &Path) -> Result<(), Error> {
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subkeys_differ_per_purpose() {
+        let keys = Keys::from_master(&[7; 32]);
+        assert_ne!(keys.chain, keys.digest);
+        assert_ne!(keys.chain_hash(b"x"), keys.digest(b"x").trim_start_matches(DIGEST_PREFIX));
+    }
+
+    #[test]
+    fn unseal_rejects_garbage() {
+        let keys = Keys::from_master(&[7; 32]);
+        assert!(matches!(keys.unseal("plain"), Err(Error::Unseal(_))));
+        assert!(matches!(keys.unseal("sealed:v1:!!"), Err(Error::Unseal(_))));
+        assert!(matches!(keys.unseal("sealed:v1:AAAA"), Err(Error::Unseal(_))));
+        let sealed = keys.seal(b"secret");
+        let mut blob = BASE64.decode(&sealed[SEALED_PREFIX.len()..]).unwrap();
+        *blob.last_mut().unwrap() ^= 1;
+        let altered = format!("{SEALED_PREFIX}{}", BASE64.encode(blob));
+        assert!(matches!(keys.unseal(&altered), Err(Error::Unseal(_))));
+    }
+}

@@ -1,0 +1,24 @@
+//! The runbook journal: one SQLite file holding every run and an append-only, hash-chained log
+//! of events, plus the per-journal key used to digest and seal secrets.
+
+mod bench;
+mod chain;
+mod clock;
+mod connection;
+mod error;
+mod journal;
+mod keys;
+mod lock;
+mod queries;
+mod records;
+mod schema;
+mod verify;
+mod writer;
+
+pub use bench::bare_commit_cost;
+pub use error::Error;
+pub use journal::Journal;
+pub use lock::RunLock;
+pub use records::{Event, Holder, NewEvent, NewRun, RUN_CREATED, RunRecord, VerifyProblem, VerifyReport};
+pub use schema::SCHEMA_VERSION;
+pub use writer::JournalWriter;

@@ -1,0 +1,86 @@
+//! The run lock: at most one runner per journal.
+//!
+//! An OS advisory lock on `<journal>.lock` rather than a row in the journal: the kernel drops it
+//! when the holder dies, even by `kill -9`, so there is never a stale lock to clean up by hand.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use fs4::FileExt;
+
+use crate::error::Error;
+use crate::records::Holder;
+
+/// Holds the run lock until dropped.
+#[derive(Debug)]
+pub struct RunLock {
+    file: File,
+    path: PathBuf,
+    holder: Holder,
+}
+
+impl RunLock {
+    pub(crate) fn acquire(path: &Path, holder: &Holder) -> Result<RunLock, Error> {
+        let io = |e| Error::io(path, e);
+        // Not truncated on open: the current holder's record must survive a refused attempt.
+        let mut file =
+            std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(io)?;
+        // fs4's `flock` is per open file description, so this also refuses a second lock taken
+        // by this same process through another handle.
+        match FileExt::try_lock(&file) {
+            Ok(()) => {}
+            Err(fs4::TryLockError::WouldBlock) => {
+                return Err(Error::Locked { holder: Box::new(read_holder(path)) });
+            }
+            Err(fs4::TryLockError::Error(e)) => return Err(io(e)),
+        }
+        let json = serde_json::to_vec_pretty(holder).expect("a Holder always serializes");
+        file.set_len(0).map_err(io)?;
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        file.write_all(&json).map_err(io)?;
+        file.sync_data().map_err(io)?;
+        Ok(RunLock { file, path: path.to_path_buf(), holder: holder.clone() })
+    }
+
+    pub fn holder(&self) -> &Holder {
+        &self.holder
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        // Clear the record before letting go so nobody reads a holder that has left. The file
+        // itself stays: deleting a lock file races with a process that has just opened it.
+        let _ = self.file.set_len(0);
+        let _ = FileExt::unlock(&self.file);
+    }
+}
+
+/// Reads who holds the lock. The holder writes its record right after locking, so a reader
+/// can briefly see an empty file; it retries for a moment before reporting an unknown holder.
+fn read_holder(path: &Path) -> Holder {
+    for _ in 0..20 {
+        let mut text = String::new();
+        let read = File::open(path).and_then(|mut f| f.read_to_string(&mut text));
+        if read.is_ok()
+            && let Ok(holder) = serde_json::from_str::<Holder>(&text)
+        {
+            return holder;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Holder {
+        pid: 0,
+        user: "unknown".to_string(),
+        host: "unknown".to_string(),
+        run_id: "unknown".to_string(),
+        command: format!("unknown (lock file `{}` has no readable holder)", path.display()),
+        since: "unknown".to_string(),
+    }
+}

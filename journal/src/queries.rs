@@ -1,0 +1,164 @@
+//! Reads. All go through the read connection, so they never wait on the writer's fsync.
+
+use rusqlite::types::Type;
+use rusqlite::{Connection, OptionalExtension, Params, Row, params};
+
+use crate::clock::format_ts;
+use crate::error::Error;
+use crate::journal::Journal;
+use crate::records::{Event, RunRecord};
+
+const EVENT_COLUMNS: &str = "seq, ts, run_id, kind, step, attempt, data, prev, hash";
+const RUN_COLUMNS: &str = "id, runbook, runbook_digest, created_at, vars, who";
+
+impl Journal {
+    pub fn run(&self, id: &str) -> Result<Option<RunRecord>, Error> {
+        let conn = self.reader();
+        conn.prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"))
+            .and_then(|mut stmt| stmt.query_row([id], run_from_row).optional())
+            .map_err(|e| Error::sqlite(self.path(), e))
+    }
+
+    /// Runs in creation order, oldest first; only those of `runbook` if given.
+    pub fn runs(&self, runbook: Option<&str>) -> Result<Vec<RunRecord>, Error> {
+        let conn = self.reader();
+        let result = match runbook {
+            Some(runbook) => collect(
+                &conn,
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE runbook = ?1 ORDER BY rowid"),
+                [runbook],
+                run_from_row,
+            ),
+            None => collect(&conn, &format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY rowid"), [], run_from_row),
+        };
+        result.map_err(|e| Error::sqlite(self.path(), e))
+    }
+
+    /// The most recently created run; only among those of `runbook` if given.
+    pub fn latest_run(&self, runbook: Option<&str>) -> Result<Option<RunRecord>, Error> {
+        let conn = self.reader();
+        let result = match runbook {
+            Some(runbook) => conn
+                .prepare_cached(&format!(
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE runbook = ?1 ORDER BY rowid DESC LIMIT 1"
+                ))
+                .and_then(|mut stmt| stmt.query_row([runbook], run_from_row).optional()),
+            None => conn
+                .prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs ORDER BY rowid DESC LIMIT 1"))
+                .and_then(|mut stmt| stmt.query_row([], run_from_row).optional()),
+        };
+        result.map_err(|e| Error::sqlite(self.path(), e))
+    }
+
+    /// The events of one run, by seq.
+    pub fn events_for_run(&self, run_id: &str) -> Result<Vec<Event>, Error> {
+        let conn = self.reader();
+        collect(
+            &conn,
+            &format!("SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ?1 ORDER BY seq"),
+            [run_id],
+            event_from_row,
+        )
+        .map_err(|e| Error::sqlite(self.path(), e))
+    }
+
+    /// Every event of `kind` in any run of `runbook`, by seq: how resume finds steps that
+    /// succeeded in earlier runs.
+    pub fn events_of_kind_for_runbook(&self, runbook: &str, kind: &str) -> Result<Vec<Event>, Error> {
+        let conn = self.reader();
+        collect(
+            &conn,
+            "SELECT e.seq, e.ts, e.run_id, e.kind, e.step, e.attempt, e.data, e.prev, e.hash
+             FROM events e JOIN runs r ON r.id = e.run_id
+             WHERE e.kind = ?1 AND r.runbook = ?2
+             ORDER BY e.seq",
+            params![kind, runbook],
+            event_from_row,
+        )
+        .map_err(|e| Error::sqlite(self.path(), e))
+    }
+
+    /// Events with `ts >= since` (all if `None`), by seq.
+    pub fn events_since(&self, since: Option<jiff::Timestamp>) -> Result<Vec<Event>, Error> {
+        let mut events = Vec::new();
+        self.for_each_event_since(since, |event| {
+            events.push(event);
+            Ok(())
+        })?;
+        Ok(events)
+    }
+
+    /// [`Journal::events_since`] without holding every event in memory: `visit` sees each event
+    /// in seq order, and an error from it stops the scan. The read connection is held for the
+    /// whole scan, so `visit` must not read through this same `Journal` (it would deadlock).
+    pub fn for_each_event_since(
+        &self,
+        since: Option<jiff::Timestamp>,
+        mut visit: impl FnMut(Event) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let conn = self.reader();
+        let sqlite = |e| Error::sqlite(self.path(), e);
+        let (sql, since) = match since {
+            Some(since) => {
+                (format!("SELECT {EVENT_COLUMNS} FROM events WHERE ts >= ?1 ORDER BY seq"), Some(format_ts(since)))
+            }
+            None => (format!("SELECT {EVENT_COLUMNS} FROM events ORDER BY seq"), None),
+        };
+        let mut stmt = conn.prepare_cached(&sql).map_err(sqlite)?;
+        let mut rows = match &since {
+            Some(since) => stmt.query([since]),
+            None => stmt.query([]),
+        }
+        .map_err(sqlite)?;
+        while let Some(row) = rows.next().map_err(sqlite)? {
+            visit(event_from_row(row).map_err(sqlite)?)?;
+        }
+        Ok(())
+    }
+
+    pub fn event_count(&self) -> Result<i64, Error> {
+        let conn = self.reader();
+        conn.prepare_cached("SELECT COUNT(*) FROM events")
+            .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+            .map_err(|e| Error::sqlite(self.path(), e))
+    }
+}
+
+fn collect<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl Params,
+    map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    conn.prepare_cached(sql)?.query_map(params, map)?.collect()
+}
+
+pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
+    Ok(Event {
+        seq: row.get(0)?,
+        ts: row.get(1)?,
+        run_id: row.get(2)?,
+        kind: row.get(3)?,
+        step: row.get(4)?,
+        attempt: row.get(5)?,
+        data: json_column(row, 6)?,
+        prev: row.get(7)?,
+        hash: row.get(8)?,
+    })
+}
+
+pub(crate) fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
+    Ok(RunRecord {
+        id: row.get(0)?,
+        runbook: row.get(1)?,
+        runbook_digest: row.get(2)?,
+        created_at: row.get(3)?,
+        vars: json_column(row, 4)?,
+        who: json_column(row, 5)?,
+    })
+}
+
+fn json_column(row: &Row<'_>, index: usize) -> rusqlite::Result<serde_json::Value> {
+    let text: String = row.get(index)?;
+    serde_json::from_str(&text).map_err(|e| rusqlite::Error::FromSqlConversionFailure(index, Type::Text, Box::new(e)))
+}

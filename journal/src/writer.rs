@@ -1,0 +1,376 @@
+//! The single writer: one thread owns the write connection and assigns every seq and prev hash.
+//!
+//! Requests that queue up while a transaction is committing are written together in the next
+//! transaction (group commit). A durable commit costs one fsync no matter how many rows it
+//! holds, so a wide fan-out of steps pays for roughly one fsync per wave instead of one per step.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc;
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use crate::chain::ChainFields;
+use crate::clock::now_rfc3339;
+use crate::error::Error;
+use crate::keys::Keys;
+use crate::records::{NewEvent, NewRun, RUN_CREATED, RunRecord};
+
+/// Upper bound on requests folded into one transaction, so one commit's latency stays bounded
+/// even under a flood.
+const MAX_BATCH: usize = 1024;
+
+type Outcome = Result<Vec<i64>, Error>;
+
+enum Job {
+    Append(Vec<NewEvent>),
+    CreateRun(NewRun),
+}
+
+/// Async callers are answered through a tokio oneshot; blocking callers through a std channel,
+/// because tokio's `blocking_recv` panics when called on a runtime thread.
+enum Reply {
+    Async(tokio::sync::oneshot::Sender<Outcome>),
+    Blocking(mpsc::SyncSender<Outcome>),
+}
+
+impl Reply {
+    fn send(self, outcome: Outcome) {
+        // A caller that stopped waiting (e.g. its task was cancelled) no longer needs the
+        // answer; its events are committed all the same.
+        match self {
+            Reply::Async(tx) => {
+                let _ = tx.send(outcome);
+            }
+            Reply::Blocking(tx) => {
+                let _ = tx.send(outcome);
+            }
+        }
+    }
+}
+
+struct Request {
+    job: Job,
+    reply: Reply,
+}
+
+/// A cloneable handle to the journal's writer thread. Every clone feeds the same thread, so
+/// seqs and the hash chain stay linear however many tasks append at once.
+#[derive(Clone)]
+pub struct JournalWriter {
+    requests: mpsc::Sender<Request>,
+    path: Arc<PathBuf>,
+}
+
+impl std::fmt::Debug for JournalWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JournalWriter").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl JournalWriter {
+    /// Starts the writer thread, which takes ownership of `conn`.
+    pub(crate) fn spawn(conn: Connection, keys: Arc<Keys>, path: &Path) -> Result<Self, Error> {
+        let (requests, queue) = mpsc::channel();
+        let path = Arc::new(path.to_path_buf());
+        let thread_path = Arc::clone(&path);
+        std::thread::Builder::new()
+            .name("runbook-journal-writer".to_string())
+            .spawn(move || run(conn, &keys, &thread_path, &queue))
+            .map_err(|e| Error::io(path.as_path(), e))?;
+        Ok(JournalWriter { requests, path })
+    }
+
+    /// Appends `events` in one transaction (possibly shared with other callers') and returns
+    /// their seqs once that transaction is durably committed.
+    pub async fn append(&self, events: Vec<NewEvent>) -> Result<Vec<i64>, Error> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.submit_async(Job::Append(events)).await
+    }
+
+    /// [`JournalWriter::append`] for synchronous callers; safe to call from a runtime thread
+    /// (it blocks that thread until the commit).
+    pub fn append_blocking(&self, events: Vec<NewEvent>) -> Result<Vec<i64>, Error> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.submit_blocking(Job::Append(events))
+    }
+
+    /// Inserts the run row and its `run_created` event; returns the event's seq.
+    pub async fn create_run(&self, run: NewRun) -> Result<i64, Error> {
+        let seqs = self.submit_async(Job::CreateRun(run)).await?;
+        Ok(seqs[0])
+    }
+
+    pub fn create_run_blocking(&self, run: NewRun) -> Result<i64, Error> {
+        let seqs = self.submit_blocking(Job::CreateRun(run))?;
+        Ok(seqs[0])
+    }
+
+    async fn submit_async(&self, job: Job) -> Outcome {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.submit(job, Reply::Async(tx))?;
+        rx.await.map_err(|_| self.gone())?
+    }
+
+    fn submit_blocking(&self, job: Job) -> Outcome {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.submit(job, Reply::Blocking(tx))?;
+        rx.recv().map_err(|_| self.gone())?
+    }
+
+    fn submit(&self, job: Job, reply: Reply) -> Result<(), Error> {
+        self.requests.send(Request { job, reply }).map_err(|_| self.gone())
+    }
+
+    fn gone(&self) -> Error {
+        Error::Writer { path: self.path.as_path().to_path_buf(), message: "the writer thread has stopped".to_string() }
+    }
+}
+
+/// The writer thread's loop; ends when every handle has been dropped.
+fn run(mut conn: Connection, keys: &Keys, path: &Path, queue: &mpsc::Receiver<Request>) {
+    while let Ok(first) = queue.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(request) => batch.push(request),
+                Err(_) => break,
+            }
+        }
+        let (jobs, replies): (Vec<Job>, Vec<Reply>) = batch.into_iter().map(|r| (r.job, r.reply)).unzip();
+        let outcomes = commit_batch(&mut conn, keys, path, &jobs);
+        for (reply, outcome) in replies.into_iter().zip(outcomes) {
+            reply.send(outcome);
+        }
+    }
+}
+
+/// The end of the chain: what the next event links to.
+#[derive(Clone)]
+struct Tail {
+    next_seq: i64,
+    last_hash: String,
+}
+
+/// Writes all `jobs` in one IMMEDIATE transaction. Each job of a batch runs in its own savepoint
+/// so one bad request (say, an event for an unknown run) fails alone instead of failing its batch.
+fn commit_batch(conn: &mut Connection, keys: &Keys, path: &Path, jobs: &[Job]) -> Vec<Outcome> {
+    let sqlite = |e| Error::sqlite(path, e);
+    let fail_all = |e: Error| jobs.iter().map(|_| Err(e.duplicate())).collect();
+
+    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(e) => return fail_all(sqlite(e)),
+    };
+    // The tail is read inside the write transaction rather than cached across transactions: a
+    // short-lived second process (e.g. `approve`) may append while a runner is active, and this
+    // one indexed lookup is what keeps both on a single chain.
+    let mut tail = match read_tail(&tx) {
+        Ok(tail) => tail,
+        Err(e) => return fail_all(sqlite(e)),
+    };
+
+    // A lone job needs no savepoint: if it fails, the whole transaction is its to roll back.
+    if let [job] = jobs {
+        let outcome =
+            write_job(&tx, keys, path, &mut tail, job).and_then(|seqs| tx.commit().map(|()| seqs).map_err(sqlite));
+        return vec![outcome];
+    }
+
+    let mut outcomes = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let before = tail.clone();
+        let outcome = tx.savepoint().map_err(sqlite).and_then(|mut sp| {
+            // Rolled back on drop unless committed.
+            sp.set_drop_behavior(rusqlite::DropBehavior::Rollback);
+            let seqs = write_job(&sp, keys, path, &mut tail, job)?;
+            sp.commit().map_err(sqlite)?;
+            Ok(seqs)
+        });
+        if outcome.is_err() {
+            tail = before;
+        }
+        outcomes.push(outcome);
+    }
+
+    match tx.commit() {
+        Ok(()) => outcomes,
+        Err(e) => {
+            let e = sqlite(e);
+            outcomes.into_iter().map(|o| o.and_then(|_| Err(e.duplicate()))).collect()
+        }
+    }
+}
+
+fn read_tail(conn: &Connection) -> rusqlite::Result<Tail> {
+    let last: Option<(i64, String)> = conn
+        .prepare_cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")?
+        .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    Ok(match last {
+        Some((seq, hash)) => Tail { next_seq: seq + 1, last_hash: hash },
+        None => Tail { next_seq: 1, last_hash: String::new() },
+    })
+}
+
+fn write_job(conn: &Connection, keys: &Keys, path: &Path, tail: &mut Tail, job: &Job) -> Result<Vec<i64>, Error> {
+    match job {
+        Job::Append(events) => events
+            .iter()
+            .map(|event| {
+                let data = to_json(&event.data)?;
+                let unsaved = UnsavedEvent {
+                    ts: &now_rfc3339(),
+                    run_id: &event.run_id,
+                    kind: &event.kind,
+                    step: event.step.as_deref(),
+                    attempt: event.attempt.map(i64::from),
+                    data: &data,
+                };
+                insert_event(conn, keys, tail, &unsaved).map_err(|e| Error::sqlite(path, e))
+            })
+            .collect(),
+        Job::CreateRun(run) => {
+            let record = RunRecord {
+                id: run.id.clone(),
+                runbook: run.runbook.clone(),
+                runbook_digest: run.runbook_digest.clone(),
+                created_at: now_rfc3339(),
+                vars: run.vars.clone(),
+                who: run.who.clone(),
+            };
+            let vars = to_json(&record.vars)?;
+            let who = to_json(&record.who)?;
+            let data = to_json(&record)?;
+            conn.prepare_cached(
+                "INSERT INTO runs (id, runbook, runbook_digest, created_at, vars, who)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![record.id, record.runbook, record.runbook_digest, record.created_at, vars, who])
+            })
+            .map_err(|e| Error::sqlite(path, e))?;
+            let unsaved = UnsavedEvent {
+                ts: &record.created_at,
+                run_id: &record.id,
+                kind: RUN_CREATED,
+                step: None,
+                attempt: None,
+                data: &data,
+            };
+            let seq = insert_event(conn, keys, tail, &unsaved).map_err(|e| Error::sqlite(path, e))?;
+            Ok(vec![seq])
+        }
+    }
+}
+
+/// Serializing a `serde_json::Value` (or a record of them) only fails for maps with non-string
+/// keys, which a `Value` cannot hold; the error path is kept rather than unwrapped all the same.
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Error> {
+    serde_json::to_string(value).map_err(|e| Error::Corrupt(format!("value cannot be serialized as JSON: {e}")))
+}
+
+struct UnsavedEvent<'a> {
+    ts: &'a str,
+    run_id: &'a str,
+    kind: &'a str,
+    step: Option<&'a str>,
+    attempt: Option<i64>,
+    data: &'a str,
+}
+
+fn insert_event(conn: &Connection, keys: &Keys, tail: &mut Tail, event: &UnsavedEvent<'_>) -> rusqlite::Result<i64> {
+    let seq = tail.next_seq;
+    let hash = ChainFields {
+        prev: &tail.last_hash,
+        seq,
+        ts: event.ts,
+        run_id: event.run_id,
+        kind: event.kind,
+        step: event.step,
+        attempt: event.attempt,
+        data: event.data,
+    }
+    .hash(keys);
+    conn.prepare_cached(
+        "INSERT INTO events (seq, ts, run_id, kind, step, attempt, data, prev, hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        seq,
+        event.ts,
+        event.run_id,
+        event.kind,
+        event.step,
+        event.attempt,
+        event.data,
+        tail.last_hash,
+        hash
+    ])?;
+    tail.next_seq = seq + 1;
+    tail.last_hash = hash;
+    Ok(seq)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn journal_conn() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        let mut conn = crate::connection::open(&path, crate::connection::Create::IfMissing).unwrap();
+        crate::connection::apply_pragmas(&conn, &path).unwrap();
+        crate::schema::migrate(&mut conn, &path).unwrap();
+        (dir, conn)
+    }
+
+    fn run(id: &str) -> NewRun {
+        NewRun {
+            id: id.to_string(),
+            runbook: "rb".to_string(),
+            runbook_digest: "d".to_string(),
+            vars: json!({}),
+            who: json!({}),
+        }
+    }
+
+    fn event(run_id: &str) -> NewEvent {
+        NewEvent::new(run_id, "k", json!({}))
+    }
+
+    #[test]
+    fn a_failing_job_in_a_batch_leaves_the_others_and_the_chain_intact() {
+        let (dir, mut conn) = journal_conn();
+        let keys = Keys::from_master(&[3; 32]);
+        let path = dir.path().join("j.db");
+        let jobs = vec![
+            Job::CreateRun(run("r1")),
+            Job::Append(vec![event("r1"), event("missing-run")]),
+            Job::Append(vec![event("r1"), event("r1")]),
+            Job::CreateRun(run("r1")),
+            Job::Append(vec![event("r1")]),
+        ];
+        let outcomes = commit_batch(&mut conn, &keys, &path, &jobs);
+        let seqs: Vec<_> = outcomes.iter().map(|o| o.as_ref().ok().cloned()).collect();
+        assert_eq!(seqs, [Some(vec![1]), None, Some(vec![2, 3]), None, Some(vec![4])]);
+
+        let rows: Vec<(i64, String, String)> = conn
+            .prepare("SELECT seq, prev, hash FROM events ORDER BY seq")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(rows.len(), 4);
+        assert_eq!(rows[0].1, "");
+        for pair in rows.windows(2) {
+            assert_eq!(pair[1].1, pair[0].2, "prev links to the previous hash");
+        }
+    }
+}

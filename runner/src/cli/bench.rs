@@ -1,0 +1,203 @@
+//! `runbook bench engine`: what the runner itself costs on top of the journal's commits.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runbook_journal::{Journal, NewRun};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::Env;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::engine::{self, RunContext};
+use crate::model::load::{Origin, load};
+use crate::model::vars::{self, VarInputs};
+use crate::plan::{self, RequiredValues, Scope};
+
+fn chain_runbook(n: usize) -> String {
+    let mut text = String::from(
+        "[runbook]\nname = \"bench-chain\"\nparallelism = 64\n\n[vars.go]\ntype = \"boolean\"\ndefault = true\n\n",
+    );
+    for i in 0..n - 1 {
+        text.push_str(&format!("[[steps]]\nid = \"s{i}\"\nkind = \"checkpoint\"\n"));
+        if i > 0 {
+            text.push_str(&format!("after = [\"s{}\"]\n", i - 1));
+        }
+    }
+    // The last step is a gate on a variable: the resume benchmark flips it.
+    text.push_str(&format!(
+        "[[steps]]\nid = \"last\"\nkind = \"gate\"\nafter = [\"s{}\"]\n[[steps.inputs.assert]]\nvalue = \"${{vars.go}}\"\nequals = true\n",
+        n - 2
+    ));
+    text
+}
+
+fn fanout_runbook(n: usize) -> String {
+    let mut text = String::from("[runbook]\nname = \"bench-fanout\"\nparallelism = 64\n\n");
+    for i in 0..n {
+        text.push_str(&format!("[[steps]]\nid = \"s{i}\"\nkind = \"checkpoint\"\n"));
+    }
+    text
+}
+
+async fn run_once(
+    env: &Env,
+    journal: &Arc<Journal>,
+    text: &str,
+    overrides: Vec<(String, String)>,
+    run_id: Option<&str>,
+) -> anyhow::Result<(Duration, String)> {
+    let started = Instant::now();
+    let runbook = load(Origin::File(PathBuf::from("bench.toml")), text.to_string(), &env.registry)
+        .map_err(|p| anyhow::anyhow!("{p:?}"))?;
+    let values = vars::resolve(&runbook, &VarInputs { file: None, overrides }).map_err(|p| anyhow::anyhow!("{p:?}"))?;
+    let required = RequiredValues::new();
+    let run_id = run_id.map(String::from).unwrap_or_else(crate::who::new_run_id);
+    let work_dir = std::env::temp_dir();
+    let scope = Scope {
+        runbook: &runbook,
+        vars: &values,
+        required: &required,
+        plan: None,
+        outputs: None,
+        item: None,
+        run_id: &run_id,
+        work_dir: &work_dir,
+    };
+    let plan = plan::expand(&runbook, &scope).map_err(|e| anyhow::anyhow!(e))?;
+    let writer = journal.writer()?;
+    if journal.run(&run_id)?.is_none() {
+        writer
+            .create_run(NewRun {
+                id: run_id.clone(),
+                runbook: runbook.name().into(),
+                runbook_digest: runbook.digest.clone(),
+                vars: json!({}),
+                who: crate::who::who(None),
+            })
+            .await?;
+    }
+    let prior = plan::load_prior(journal, runbook.name(), Some(&run_id), false)?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    let runbook = Arc::new(runbook);
+    engine::execute(RunContext {
+        journal: journal.clone(),
+        writer,
+        runbook: runbook.clone(),
+        plan: Arc::new(plan),
+        vars: Arc::new(values),
+        required: Arc::new(required),
+        prior,
+        run_id: run_id.clone(),
+        work_dir,
+        templates: Arc::new(crate::bundled::Templates { dir: None }),
+        approvals: HashMap::new(),
+        rerun: HashSet::new(),
+        events: tx,
+        graceful: CancellationToken::new(),
+        hard: CancellationToken::new(),
+    })
+    .await?;
+    drain.await?;
+    Ok((started.elapsed(), run_id))
+}
+
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .map(|kib| kib / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+pub async fn engine(env: &Env, steps: usize, dir: Option<PathBuf>) -> CliResult {
+    if steps < 2 {
+        return Err(CliError::user("--steps must be at least 2"));
+    }
+    let tmp = tempdir_in(dir.as_deref())?;
+    let base = tmp.path();
+    let bare = runbook_journal::bare_commit_cost(&base.join("bare.db"), steps)?;
+
+    let journal = Arc::new(Journal::open(&base.join("chain.db"))?);
+    let (chain, chain_run) =
+        run_once(env, &journal, &chain_runbook(steps), vec![("go".into(), "false".into())], None).await?;
+    let (resume, _) =
+        run_once(env, &journal, &chain_runbook(steps), vec![("go".into(), "true".into())], Some(&chain_run)).await?;
+    let events = journal.event_count()?;
+    let audit_started = Instant::now();
+    let mut seen = 0usize;
+    journal.for_each_event_since(None, |_| {
+        seen += 1;
+        Ok(())
+    })?;
+    let audit = audit_started.elapsed();
+
+    let fan_journal = Arc::new(Journal::open(&base.join("fanout.db"))?);
+    let (fanout, _) = run_once(env, &fan_journal, &fanout_runbook(steps), vec![], None).await?;
+
+    let per_commit = bare.as_secs_f64() / steps as f64;
+    let ratio = |d: Duration| d.as_secs_f64() / steps as f64 / per_commit;
+    let mut text = String::new();
+    writeln!(
+        text,
+        "engine benchmark: {steps} no-op steps, durable journal (WAL, synchronous=FULL) in {}",
+        base.display()
+    )
+    .ok();
+    writeln!(
+        text,
+        "  bare SQLite commits:  {:>8.1} ms  ({:.1} µs per commit)",
+        bare.as_secs_f64() * 1e3,
+        per_commit * 1e6
+    )
+    .ok();
+    writeln!(
+        text,
+        "  chain:                {:>8.1} ms  ({:.2}x a bare commit per step; goal ≤ 3x)",
+        chain.as_secs_f64() * 1e3,
+        ratio(chain)
+    )
+    .ok();
+    writeln!(
+        text,
+        "  fan-out:              {:>8.1} ms  ({:.2}x a bare commit per step)",
+        fanout.as_secs_f64() * 1e3,
+        ratio(fanout)
+    )
+    .ok();
+    writeln!(
+        text,
+        "  resume, 1 step left:  {:>8.1} ms  ({:.2}x the cost of {steps} bare commits)",
+        resume.as_secs_f64() * 1e3,
+        resume.as_secs_f64() / bare.as_secs_f64()
+    )
+    .ok();
+    writeln!(text, "  read all {seen} events: {:>6.1} ms", audit.as_secs_f64() * 1e3).ok();
+    writeln!(text, "  peak memory (RSS):    {:>8.1} MiB", peak_rss_mib()).ok();
+    env.print(
+        &text,
+        json!({
+            "steps": steps, "bare_commits_ms": bare.as_secs_f64() * 1e3,
+            "chain_ms": chain.as_secs_f64() * 1e3, "chain_ratio": ratio(chain),
+            "fanout_ms": fanout.as_secs_f64() * 1e3, "fanout_ratio": ratio(fanout),
+            "resume_one_left_ms": resume.as_secs_f64() * 1e3, "events": events, "read_events_ms": audit.as_secs_f64() * 1e3,
+            "peak_rss_mib": peak_rss_mib(),
+        }),
+    );
+    Ok(Exit::Ok)
+}
+
+fn tempdir_in(dir: Option<&Path>) -> CliResult<tempfile::TempDir> {
+    match dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|e| CliError::user(format!("cannot create `{}`: {e}", d.display())))?;
+            tempfile::tempdir_in(d)
+        }
+        None => tempfile::tempdir(),
+    }
+    .map_err(|e| CliError::Internal(e.into()))
+}

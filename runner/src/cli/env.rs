@@ -1,0 +1,76 @@
+//! What every command needs: where the journal is, how to print, how to find runbooks.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use runbook_journal::Journal;
+use runbook_steps::Registry;
+
+use crate::cli::exit::{CliError, CliResult};
+use crate::cli::{Global, OutputFormat};
+use crate::model::{Runbook, load};
+use crate::report::{DisplayMode, display_mode};
+
+pub struct Env {
+    pub journal_path: PathBuf,
+    pub json: bool,
+    pub mode: DisplayMode,
+    pub registry: Registry,
+}
+
+impl Env {
+    pub fn new(global: &Global) -> Self {
+        let json = global.output == OutputFormat::Json;
+        let is_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
+        Env {
+            journal_path: global.journal.clone().unwrap_or_else(|| PathBuf::from(".runbook/journal.db")),
+            json,
+            mode: display_mode(std::io::stderr().is_terminal(), is_ci, global.quiet, global.no_progress, json),
+            registry: crate::registry(),
+        }
+    }
+
+    /// Finds and validates a runbook; every problem is reported at once.
+    pub fn load_runbook(&self, name: &str) -> CliResult<Runbook> {
+        let (origin, text) = crate::bundled::locate(name).map_err(|e| {
+            CliError::user_hint(e, "`runbook list` shows the bundled runbooks; a path must end in .toml")
+        })?;
+        load::load(origin, text, &self.registry).map_err(CliError::Problems)
+    }
+
+    /// Opens the journal for writing, creating it (and its directory) when missing.
+    pub fn open_journal(&self) -> CliResult<Arc<Journal>> {
+        if let Some(dir) = self.journal_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| CliError::user(format!("cannot create `{}`: {e}", dir.display())))?;
+        }
+        Ok(Arc::new(Journal::open(&self.journal_path)?))
+    }
+
+    /// Opens an existing journal without creating anything; None when there is none yet.
+    pub fn existing_journal(&self) -> CliResult<Option<Arc<Journal>>> {
+        if !self.journal_path.exists() {
+            return Ok(None);
+        }
+        Ok(Some(Arc::new(Journal::open_existing(&self.journal_path)?)))
+    }
+
+    pub fn require_journal(&self) -> CliResult<Arc<Journal>> {
+        self.existing_journal()?.ok_or_else(|| {
+            CliError::user_hint(
+                format!("no journal at `{}`", self.journal_path.display()),
+                "run a runbook first, or point --journal / RUNBOOK_JOURNAL at an existing journal",
+            )
+        })
+    }
+
+    /// Prints a command's result: JSON on stdout with --output json, else the text.
+    pub fn print(&self, text: &str, json: serde_json::Value) {
+        if self.json {
+            println!("{}", serde_json::to_string(&json).expect("serializes"));
+        } else {
+            print!("{text}");
+        }
+    }
+}

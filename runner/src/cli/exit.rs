@@ -1,0 +1,115 @@
+//! Exit codes and the errors commands return, printed as `error:` / `Caused by:` / `hint:`.
+
+use crate::model::Problem;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    Ok = 0,
+    Internal = 1,
+    /// Bad runbook, bad variables, bad command line: nothing was changed.
+    UserError = 2,
+    StepFailed = 3,
+    GateFailed = 4,
+    /// A manual gate waits for `runbook approve`.
+    AwaitingApproval = 5,
+    /// `audit --verify` found the journal altered.
+    JournalTampered = 6,
+    Cancelled = 130,
+}
+
+#[derive(Debug)]
+pub enum CliError {
+    /// Problems in input files, each with its position.
+    Problems(Vec<Problem>),
+    /// A user error without a position.
+    User {
+        message: String,
+        hint: Option<String>,
+    },
+    Internal(anyhow::Error),
+}
+
+impl CliError {
+    pub fn user(message: impl Into<String>) -> Self {
+        CliError::User { message: message.into(), hint: None }
+    }
+
+    pub fn user_hint(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        CliError::User { message: message.into(), hint: Some(hint.into()) }
+    }
+
+    pub fn exit(&self) -> Exit {
+        match self {
+            CliError::Problems(_) | CliError::User { .. } => Exit::UserError,
+            CliError::Internal(_) => Exit::Internal,
+        }
+    }
+
+    pub fn render(&self) -> String {
+        match self {
+            CliError::Problems(problems) => {
+                let mut out: String = problems.iter().map(Problem::render).collect();
+                out.push_str(&format!(
+                    "error: {} problem{} found; nothing was run\n",
+                    problems.len(),
+                    if problems.len() == 1 { "" } else { "s" }
+                ));
+                out
+            }
+            CliError::User { message, hint } => {
+                let mut out = format!("error: {message}\n");
+                if let Some(hint) = hint {
+                    out.push_str(&format!("hint: {hint}\n"));
+                }
+                out
+            }
+            CliError::Internal(error) => {
+                let mut out = format!("error: {error}\n");
+                for cause in error.chain().skip(1) {
+                    out.push_str(&format!("Caused by: {cause}\n"));
+                }
+                out
+            }
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            CliError::Problems(problems) => serde_json::json!({ "error": "user_error", "problems": problems }),
+            CliError::User { message, hint } => {
+                serde_json::json!({ "error": "user_error", "message": message, "hint": hint })
+            }
+            CliError::Internal(e) => serde_json::json!({ "error": "internal_error", "message": format!("{e:#}") }),
+        }
+    }
+}
+
+impl From<anyhow::Error> for CliError {
+    fn from(e: anyhow::Error) -> Self {
+        CliError::Internal(e)
+    }
+}
+
+impl From<runbook_journal::Error> for CliError {
+    fn from(e: runbook_journal::Error) -> Self {
+        match e {
+            runbook_journal::Error::Locked { holder } => CliError::user_hint(
+                format!(
+                    "the journal is in use by run {} ({}, pid {} on {}, by {} since {})",
+                    holder.run_id, holder.command, holder.pid, holder.host, holder.user, holder.since
+                ),
+                "wait for that run to finish, or use another --journal",
+            ),
+            runbook_journal::Error::SchemaTooNew { path, found, supported } => CliError::user_hint(
+                format!(
+                    "journal `{}` has schema version {found}, newer than this build supports ({supported})",
+                    path.display()
+                ),
+                "use a newer runbook binary; the journal was not changed",
+            ),
+            other => CliError::Internal(other.into()),
+        }
+    }
+}
+
+pub type CliResult<T = Exit> = Result<T, CliError>;

@@ -1,0 +1,158 @@
+//! Reading a run back: status, outputs, get.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use runbook_journal::{Journal, RunRecord};
+use serde_json::{Value, json};
+
+use crate::cli::Env;
+use crate::cli::exit::{CliError, CliResult, Exit};
+
+pub fn pick_run(journal: &Journal, run: Option<&str>) -> CliResult<RunRecord> {
+    match run {
+        Some(id) => journal.run(id)?.ok_or_else(|| {
+            CliError::user_hint(format!("no run `{id}` in the journal"), "`runbook audit` lists the runs")
+        }),
+        None => journal.latest_run(None)?.ok_or_else(|| CliError::user("the journal has no runs yet")),
+    }
+}
+
+/// The latest state of each instance in a run, from its events.
+pub fn step_states(journal: &Journal, run_id: &str) -> CliResult<(BTreeMap<String, Value>, Option<Value>)> {
+    let mut states: BTreeMap<String, Value> = BTreeMap::new();
+    let mut finished = None;
+    for event in journal.events_for_run(run_id)? {
+        match (event.kind.as_str(), &event.step) {
+            ("step_started", Some(step)) => {
+                states.insert(step.clone(), json!({ "state": "running", "attempt": event.attempt, "since": event.ts }));
+            }
+            ("step_finished", Some(step)) => {
+                states.insert(
+                    step.clone(),
+                    json!({
+                        "state": event.data["status"], "attempt": event.attempt, "at": event.ts,
+                        "outputs": event.data.get("outputs"), "error": event.data.get("error"),
+                    }),
+                );
+            }
+            ("step_skipped", Some(step)) => {
+                states.insert(step.clone(), json!({ "state": "reused", "from_run": event.data["from_run"], "outputs": event.data.get("outputs") }));
+            }
+            ("gate_waiting", Some(step)) => {
+                states.insert(step.clone(), json!({ "state": "awaiting_approval", "prompt": event.data["prompt"] }));
+            }
+            ("gate_approved", Some(step)) => {
+                states.insert(step.clone(), json!({ "state": "approved", "by": event.data["by"] }));
+            }
+            ("run_started", _) => finished = None,
+            ("run_finished", _) => finished = Some(event.data.clone()),
+            _ => {}
+        }
+    }
+    Ok((states, finished))
+}
+
+pub fn status(env: &Env, run: Option<&str>) -> CliResult {
+    let journal = env.require_journal()?;
+    let record = pick_run(&journal, run)?;
+    let (states, finished) = step_states(&journal, &record.id)?;
+    let run_state = match &finished {
+        Some(data) => data["status"].as_str().unwrap_or("unknown").to_string(),
+        None => "running or interrupted".into(),
+    };
+    let mut text = String::new();
+    writeln!(
+        text,
+        "run {} of {} ({}), started {} by {}@{}",
+        record.id,
+        record.runbook,
+        run_state,
+        record.created_at,
+        record.who["user"].as_str().unwrap_or("?"),
+        record.who["host"].as_str().unwrap_or("?")
+    )
+    .ok();
+    for (step, state) in &states {
+        let mut line = format!("  {:<18} {step}", state["state"].as_str().unwrap_or("?"));
+        if let Some(message) = state["error"]["message"].as_str() {
+            write!(line, ": {message}").ok();
+        }
+        if let Some(prompt) = state["prompt"].as_str() {
+            write!(line, ": {prompt} (runbook approve {} {step})", record.id).ok();
+        }
+        writeln!(text, "{line}").ok();
+    }
+    env.print(&text, json!({ "run": record, "status": run_state, "finished": finished, "steps": states }));
+    Ok(Exit::Ok)
+}
+
+fn shown(value: &Value) -> Value {
+    match value {
+        Value::Object(map) if map.contains_key("$sealed") => Value::String("<secret>".into()),
+        other => other.clone(),
+    }
+}
+
+pub fn outputs(env: &Env, run: Option<&str>) -> CliResult {
+    let journal = env.require_journal()?;
+    let record = pick_run(&journal, run)?;
+    let (states, _) = step_states(&journal, &record.id)?;
+    let mut text = String::new();
+    let mut all = BTreeMap::new();
+    for (step, state) in &states {
+        if let Some(Value::Object(outputs)) = state.get("outputs") {
+            let shown: serde_json::Map<String, Value> = outputs.iter().map(|(k, v)| (k.clone(), shown(v))).collect();
+            for (name, value) in &shown {
+                writeln!(text, "{step}.{name} = {value}").ok();
+            }
+            all.insert(step.clone(), Value::Object(shown));
+        }
+    }
+    env.print(&text, json!({ "run": record.id, "outputs": all }));
+    Ok(Exit::Ok)
+}
+
+/// `step.output` from a run (latest by default), or `runbook.output` from that runbook's
+/// latest checkpoint.
+pub fn get(env: &Env, key: &str, run: Option<&str>) -> CliResult {
+    let journal = env.require_journal()?;
+    let (head, output) = key.rsplit_once('.').ok_or_else(|| {
+        CliError::user_hint(
+            format!("`{key}` is not STEP.OUTPUT or RUNBOOK.OUTPUT"),
+            "e.g. `runbook get keypair.public_key_path`",
+        )
+    })?;
+    let head = head.strip_prefix("steps.").unwrap_or(head);
+    let mut found = None;
+    if run.is_some() || journal.runs(Some(head))?.is_empty() {
+        let record = pick_run(&journal, run)?;
+        let (states, _) = step_states(&journal, &record.id)?;
+        found = states.get(head).and_then(|s| s["outputs"].get(output)).cloned();
+    } else {
+        for event in journal.events_of_kind_for_runbook(head, "step_finished")?.into_iter().rev() {
+            if event.data["kind"] == "checkpoint"
+                && event.data["status"] == "succeeded"
+                && let Some(v) = event.data["outputs"].get(output)
+            {
+                found = Some(v.clone());
+                break;
+            }
+        }
+    }
+    let value = found.ok_or_else(|| {
+        CliError::user_hint(format!("no journaled value `{key}`"), "`runbook outputs` lists what a run journaled")
+    })?;
+    if shown(&value) != value {
+        return Err(CliError::user_hint(
+            format!("`{key}` is a secret and is never printed"),
+            "secrets stay sealed in the journal; steps receive them directly",
+        ));
+    }
+    let text = match &value {
+        Value::String(s) => format!("{s}\n"),
+        other => format!("{other}\n"),
+    };
+    env.print(&text, json!({ "key": key, "value": value }));
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,209 @@
+//! The `runbook` command line.
+
+mod approve;
+mod audit;
+mod bench;
+mod catalog;
+mod env;
+pub mod exit;
+mod inspect;
+mod run;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use env::Env;
+use exit::{CliResult, Exit};
+
+#[derive(Parser, Debug)]
+#[command(name = "runbook", version, about = "Resumable, journaled runbooks for self-managed Azure HyperShift")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct Global {
+    /// The journal (SQLite). Default: $RUNBOOK_JOURNAL, else .runbook/journal.db
+    #[arg(long, global = true, env = "RUNBOOK_JOURNAL")]
+    pub journal: Option<PathBuf>,
+    /// Output for people (text) or machines (json)
+    #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+    /// Print only failures and results
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// Plain lines instead of progress bars
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct VarArgs {
+    /// A TOML file of variable values
+    #[arg(long = "vars", value_name = "FILE")]
+    pub vars_file: Option<PathBuf>,
+    /// A variable value (repeatable); wins over the vars file
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    pub vars: Vec<String>,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct RerunArgs {
+    /// Run this step (or instance, `step[key]`) again even if it is done (repeatable)
+    #[arg(long, value_name = "STEP")]
+    pub rerun: Vec<String>,
+    /// Re-run steps that were interrupted mid-flight even when their kind is not idempotent
+    #[arg(long)]
+    pub rerun_interrupted: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List the bundled runbooks
+    List,
+    /// Show a runbook: persona, variables, requirements, steps
+    Show { name: String },
+    /// Draw a runbook's step graph
+    Graph {
+        name: String,
+        #[arg(long, value_enum, default_value_t = GraphFormat::Text)]
+        format: GraphFormat,
+    },
+    /// Validate and show what would run, what is done, what is skipped; changes nothing
+    Plan {
+        name: String,
+        #[command(flatten)]
+        vars: VarArgs,
+        /// Ignore work done by earlier runs
+        #[arg(long)]
+        fresh: bool,
+        #[command(flatten)]
+        rerun: RerunArgs,
+    },
+    /// Execute a runbook
+    Run {
+        name: String,
+        #[command(flatten)]
+        vars: VarArgs,
+        /// Directory relative paths in the runbook resolve against (default: current directory)
+        #[arg(long)]
+        workdir: Option<PathBuf>,
+        /// Ignore work done by earlier runs
+        #[arg(long)]
+        fresh: bool,
+        #[command(flatten)]
+        rerun: RerunArgs,
+    },
+    /// Continue an interrupted, failed or waiting run (default: the latest)
+    Resume {
+        run: Option<String>,
+        /// Change or re-supply a variable (secrets are never stored, so give them again)
+        #[arg(long = "var", value_name = "NAME=VALUE")]
+        vars: Vec<String>,
+        #[command(flatten)]
+        rerun: RerunArgs,
+    },
+    /// Where a run stands (default: the latest)
+    Status { run: Option<String> },
+    /// The outputs a run journaled (secrets are never shown)
+    Outputs { run: Option<String> },
+    /// One journaled value: `step.output` or `runbook.output` (a checkpoint's hand-off value)
+    Get {
+        key: String,
+        #[arg(long)]
+        run: Option<String>,
+    },
+    /// Approve a manual gate of a run
+    Approve {
+        run: String,
+        gate: String,
+        #[arg(long)]
+        comment: Option<String>,
+    },
+    /// What ran, who ran it, when, with what result
+    Audit {
+        /// Only events at or after this time (RFC 3339, or a duration like "2h" meaning that long ago)
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long, value_enum, default_value_t = AuditFormat::Table)]
+        format: AuditFormat,
+        /// Check the hash chain: detects events altered after they were written
+        #[arg(long)]
+        verify: bool,
+    },
+    /// Print the JSON Schema of runbook files
+    Schema,
+    /// Print shell completions
+    Completions { shell: clap_complete::Shell },
+    /// Measure the engine's own overhead
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchWhat {
+    /// No-op steps as a chain and as a fan-out with a durable journal, against bare SQLite commits
+    Engine {
+        #[arg(long, default_value_t = 10_000)]
+        steps: usize,
+        /// Where the benchmark journals go (default: a temporary directory)
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    Text,
+    Mermaid,
+    Dot,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AuditFormat {
+    Table,
+    Json,
+    Markdown,
+}
+
+pub async fn dispatch(cli: Cli) -> CliResult {
+    let env = Env::new(&cli.global);
+    match cli.command {
+        Command::List => catalog::list(&env),
+        Command::Show { name } => catalog::show(&env, &name),
+        Command::Graph { name, format } => catalog::graph(&env, &name, format),
+        Command::Schema => catalog::schema(),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "runbook",
+                &mut std::io::stdout(),
+            );
+            Ok(Exit::Ok)
+        }
+        Command::Plan { name, vars, fresh, rerun } => run::plan(&env, &name, &vars, fresh, &rerun),
+        Command::Run { name, vars, workdir, fresh, rerun } => {
+            run::run(&env, &name, &vars, workdir, fresh, &rerun).await
+        }
+        Command::Resume { run, vars, rerun } => run::resume(&env, run.as_deref(), &vars, &rerun).await,
+        Command::Status { run } => inspect::status(&env, run.as_deref()),
+        Command::Outputs { run } => inspect::outputs(&env, run.as_deref()),
+        Command::Get { key, run } => inspect::get(&env, &key, run.as_deref()),
+        Command::Approve { run, gate, comment } => approve::approve(&env, &run, &gate, comment),
+        Command::Audit { since, format, verify } => audit::audit(&env, since.as_deref(), format, verify),
+        Command::Bench { what: BenchWhat::Engine { steps, dir } } => bench::engine(&env, steps, dir).await,
+    }
+}

@@ -1,0 +1,449 @@
+//! plan, run and resume: from a runbook and its values to a journaled run.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use runbook_journal::{Holder, Journal, NewEvent, NewRun};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::{Env, RerunArgs, VarArgs};
+use crate::engine::events::{EngineEvent, RunStatus};
+use crate::engine::{self, RunContext};
+use crate::model::vars::{self, VarInputs, VarValues};
+use crate::model::{Origin, Runbook};
+use crate::plan::{self, Plan, Prior, RequiredValues, Scope};
+use crate::report::reporter_for;
+use crate::who;
+
+/// Everything decided before a run starts.
+struct Prepared {
+    runbook: Arc<Runbook>,
+    vars: Arc<VarValues>,
+    required: Arc<RequiredValues>,
+    plan: Arc<Plan>,
+}
+
+fn parse_overrides(raw: &[String]) -> CliResult<Vec<(String, String)>> {
+    raw.iter()
+        .map(|pair| {
+            pair.split_once('=').map(|(k, v)| (k.trim().to_string(), v.to_string())).ok_or_else(|| {
+                CliError::user_hint(format!("`--var {pair}` is not NAME=VALUE"), "write e.g. --var cluster_name=demo")
+            })
+        })
+        .collect()
+}
+
+fn prepare(
+    runbook: Runbook,
+    inputs: &VarInputs,
+    journal: Option<&Journal>,
+    run_id: &str,
+    work_dir: &std::path::Path,
+) -> CliResult<Prepared> {
+    let values = vars::resolve(&runbook, inputs).map_err(CliError::Problems)?;
+    let required = if runbook.file.requires.is_empty() {
+        RequiredValues::new()
+    } else {
+        let journal = journal.ok_or_else(|| {
+            CliError::user_hint(
+                format!(
+                    "runbook `{}` requires values from earlier runbooks, and there is no journal yet",
+                    runbook.name()
+                ),
+                "run the earlier runbooks first with the same --journal, or import their hand-off",
+            )
+        })?;
+        match plan::load_required(journal, &runbook)? {
+            Ok(values) => values,
+            Err(missing) => {
+                return Err(CliError::user_hint(
+                    format!("missing required values:\n  {}", missing.join("\n  ")),
+                    "a runbook's `requires` must be satisfied before anything runs",
+                ));
+            }
+        }
+    };
+    let scope = Scope {
+        runbook: &runbook,
+        vars: &values,
+        required: &required,
+        plan: None,
+        outputs: None,
+        item: None,
+        run_id,
+        work_dir,
+    };
+    let plan =
+        plan::expand(&runbook, &scope).map_err(|e| CliError::user(format!("cannot plan `{}`: {e}", runbook.name())))?;
+    Ok(Prepared {
+        runbook: Arc::new(runbook),
+        vars: Arc::new(values),
+        required: Arc::new(required),
+        plan: Arc::new(plan),
+    })
+}
+
+/// Steps interrupted mid-flight whose kind is not idempotent need the operator's word.
+fn check_interrupted(prepared: &Prepared, prior: &Prior, rerun: &RerunArgs) -> CliResult<()> {
+    let needs_word: Vec<String> = prior
+        .interrupted
+        .iter()
+        .filter(|(instance, _)| {
+            let Some(&i) = prepared.plan.by_id.get(*instance) else { return false };
+            let def = &prepared.runbook.steps[prepared.plan.instances[i].step];
+            !def.idempotent && !rerun.rerun_interrupted && !rerun.rerun.iter().any(|r| r == *instance || r == def.id())
+        })
+        .map(|(instance, attempt)| format!("{instance} (attempt {} of run {})", attempt.attempt, attempt.run_id))
+        .collect();
+    if needs_word.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::user_hint(
+        format!(
+            "these steps were interrupted while running, and it is unknown whether they took effect: {}",
+            needs_word.join(", ")
+        ),
+        "check their effect, then re-run them with --rerun STEP (or --rerun-interrupted for all)",
+    ))
+}
+
+fn rerun_set(rerun: &RerunArgs) -> HashSet<String> {
+    rerun.rerun.iter().cloned().collect()
+}
+
+pub fn plan(env: &Env, name: &str, var_args: &VarArgs, fresh: bool, rerun: &RerunArgs) -> CliResult {
+    let runbook = env.load_runbook(name)?;
+    let inputs = VarInputs { file: var_args.vars_file.clone(), overrides: parse_overrides(&var_args.vars)? };
+    let journal = env.existing_journal()?;
+    let work_dir = std::env::current_dir().map_err(|e| CliError::Internal(e.into()))?;
+    let prepared = prepare(runbook, &inputs, journal.as_deref(), "(planned)", &work_dir)?;
+    let prior = match &journal {
+        Some(j) if !fresh => plan::load_prior(j, prepared.runbook.name(), None, false)?,
+        _ => Prior::default(),
+    };
+    let rows = predict(&prepared, &prior, journal.as_deref(), &rerun_set(rerun), &work_dir);
+    let mut text = String::new();
+    writeln!(text, "plan for {} ({} step instances)", prepared.runbook.name(), rows.len()).ok();
+    for row in &rows {
+        writeln!(text, "  {:<5} {:<40} {}", row.0, row.1, row.2).ok();
+    }
+    if let Err(CliError::User { message, hint }) = check_interrupted(&prepared, &prior, rerun) {
+        writeln!(text, "warning: {message}\n  hint: {}", hint.unwrap_or_default()).ok();
+    }
+    let json_rows: Vec<Value> = rows.iter().map(|r| json!({ "action": r.0, "step": r.1, "reason": r.2 })).collect();
+    env.print(&text, json!({ "runbook": prepared.runbook.name(), "steps": json_rows }));
+    Ok(Exit::Ok)
+}
+
+/// What `run` would do with each instance, as far as can be known without running anything:
+/// an instance whose upstream is all reusable can be decided exactly.
+fn predict(
+    prepared: &Prepared,
+    prior: &Prior,
+    journal: Option<&Journal>,
+    rerun: &HashSet<String>,
+    work_dir: &std::path::Path,
+) -> Vec<(&'static str, String, String)> {
+    let plan = &prepared.plan;
+    let mut outputs: HashMap<usize, serde_json::Map<String, Value>> = HashMap::new();
+    let mut decided: Vec<Option<(&'static str, String)>> = vec![None; plan.instances.len()];
+    let mut progress = true;
+    while progress {
+        progress = false;
+        for (i, instance) in plan.instances.iter().enumerate() {
+            if decided[i].is_some() || instance.deps.iter().any(|&d| decided[d].is_none()) {
+                continue;
+            }
+            let def = &prepared.runbook.steps[instance.step];
+            progress = true;
+            if instance.skipped_by_when {
+                decided[i] = Some(("skip", "its `when` condition is false".into()));
+                continue;
+            }
+            if instance.deps.iter().any(|&d| matches!(decided[d], Some(("run", _)))) || journal.is_none() {
+                decided[i] = Some((
+                    "run",
+                    if journal.is_none() {
+                        "it has not run before".into()
+                    } else {
+                        "an earlier step runs first; decided then".into()
+                    },
+                ));
+                continue;
+            }
+            let scope = Scope {
+                runbook: &prepared.runbook,
+                vars: &prepared.vars,
+                required: &prepared.required,
+                plan: Some(plan),
+                outputs: Some(&outputs),
+                item: instance.item.as_ref(),
+                run_id: "(planned)",
+                work_dir,
+            };
+            let decision = match scope.resolve(&Value::Object(def.spec.inputs.clone())) {
+                Err(why) => ("run", format!("inputs known only at run time ({why})")),
+                Ok(resolved) => {
+                    let outputs_spec = serde_json::to_value(&def.spec.outputs).expect("serializes");
+                    let journal = journal.expect("checked above");
+                    let (digest, per_input) = engine::digests(
+                        journal,
+                        &def.spec.kind,
+                        &resolved.value,
+                        instance.item.as_ref().map(|(_, v)| v),
+                        &outputs_spec,
+                    );
+                    let forced = rerun.contains(&instance.id) || rerun.contains(def.id());
+                    match prior.done.get(&instance.id) {
+                        Some(done)
+                            if done.digest == digest && !forced && !prior.interrupted.contains_key(&instance.id) =>
+                        {
+                            outputs.insert(i, done.outputs.clone());
+                            ("done", format!("done in run {} with the same inputs", done.run_id))
+                        }
+                        _ if forced => ("run", "--rerun asks for it".into()),
+                        Some(done) if done.digest != digest => {
+                            let changed: Vec<&str> = per_input
+                                .iter()
+                                .filter(|(k, v)| done.input_digests.get(*k) != Some(*v))
+                                .map(|(k, _)| k.as_str())
+                                .collect();
+                            ("run", format!("inputs changed since run {}: {}", done.run_id, changed.join(", ")))
+                        }
+                        _ => match (prior.interrupted.get(&instance.id), prior.failed.get(&instance.id)) {
+                            (Some(a), _) => {
+                                ("run", format!("attempt {} in run {} was interrupted", a.attempt, a.run_id))
+                            }
+                            (None, Some(a)) => {
+                                ("run", format!("attempt {} in run {} failed: {}", a.attempt, a.run_id, a.message))
+                            }
+                            (None, None) => ("run", "it has not run before".into()),
+                        },
+                    }
+                }
+            };
+            decided[i] = Some(decision);
+        }
+    }
+    plan.instances
+        .iter()
+        .zip(decided)
+        .map(|(instance, d)| {
+            let (action, reason) = d.unwrap_or(("run", "waits for earlier steps".into()));
+            (action, instance.id.clone(), reason)
+        })
+        .collect()
+}
+
+/// What the run needs to be resumed later: where the runbook came from, where values came from.
+fn run_record_vars(
+    prepared: &Prepared,
+    journal: &Journal,
+    inputs: &VarInputs,
+    origin: &Origin,
+    work_dir: &std::path::Path,
+    fresh: bool,
+) -> Value {
+    let overrides: Vec<Value> = inputs
+        .overrides
+        .iter()
+        .map(
+            |(name, value)| {
+                if prepared.vars.secret.contains(name) { json!([name, Value::Null]) } else { json!([name, value]) }
+            },
+        )
+        .collect();
+    json!({
+        "values": prepared.vars.redacted(|b| journal.digest(b)),
+        "file": inputs.file.as_ref().map(|p| absolute(p).display().to_string()),
+        "overrides": overrides,
+        "origin": origin_json(origin),
+        "workdir": work_dir.display().to_string(),
+        "fresh": fresh,
+    })
+}
+
+fn origin_json(origin: &Origin) -> Value {
+    match origin {
+        Origin::Bundled(name) => json!({ "bundled": name }),
+        Origin::File(path) => json!({ "file": absolute(path).display().to_string() }),
+    }
+}
+
+fn absolute(path: &std::path::Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+pub async fn run(
+    env: &Env,
+    name: &str,
+    var_args: &VarArgs,
+    workdir: Option<PathBuf>,
+    fresh: bool,
+    rerun: &RerunArgs,
+) -> CliResult {
+    let runbook = env.load_runbook(name)?;
+    let origin = runbook.origin.clone();
+    let inputs = VarInputs { file: var_args.vars_file.clone(), overrides: parse_overrides(&var_args.vars)? };
+    let work_dir = absolute(&workdir.unwrap_or(std::env::current_dir().map_err(|e| CliError::Internal(e.into()))?));
+    let run_id = who::new_run_id();
+    // Everything is validated against the journal as it is before anything is written to it.
+    let prepared = prepare(runbook, &inputs, env.existing_journal()?.as_deref(), &run_id, &work_dir)?;
+    std::fs::create_dir_all(&work_dir)
+        .map_err(|e| CliError::user(format!("cannot create workdir `{}`: {e}", work_dir.display())))?;
+
+    let journal = env.open_journal()?;
+    let _lock = journal.lock(&Holder::for_current_process(&run_id, &format!("run {}", prepared.runbook.name())))?;
+    let prior = plan::load_prior(&journal, prepared.runbook.name(), Some(&run_id), fresh)?;
+    check_interrupted(&prepared, &prior, rerun)?;
+    let writer = journal.writer()?;
+    let record_vars = run_record_vars(&prepared, &journal, &inputs, &origin, &work_dir, fresh);
+    writer
+        .create_run(NewRun {
+            id: run_id.clone(),
+            runbook: prepared.runbook.name().to_string(),
+            runbook_digest: prepared.runbook.digest.clone(),
+            vars: record_vars.clone(),
+            who: who::who(prepared.runbook.file.runbook.persona.as_deref()),
+        })
+        .await
+        .map_err(|e| CliError::Internal(e.into()))?;
+    execute(env, journal, writer, prepared, prior, run_id, work_dir, HashMap::new(), rerun, "run", record_vars).await
+}
+
+pub async fn resume(env: &Env, run: Option<&str>, raw_vars: &[String], rerun: &RerunArgs) -> CliResult {
+    let journal = env.require_journal()?;
+    let record = match run {
+        Some(id) => journal.run(id)?.ok_or_else(|| {
+            CliError::user_hint(
+                format!("no run `{id}` in the journal"),
+                "`runbook status` shows the latest run; `runbook audit` lists them",
+            )
+        })?,
+        None => journal.latest_run(None)?.ok_or_else(|| CliError::user("the journal has no runs to resume"))?,
+    };
+    let origin = match (&record.vars["origin"]["bundled"], &record.vars["origin"]["file"]) {
+        (Value::String(name), _) => name.clone(),
+        (_, Value::String(path)) => path.clone(),
+        _ => record.runbook.clone(),
+    };
+    let runbook = env.load_runbook(&origin)?;
+    let mut overrides: Vec<(String, String)> = record.vars["overrides"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|p| Some((p[0].as_str()?.to_string(), p[1].as_str()?.to_string()))).collect())
+        .unwrap_or_default();
+    overrides.extend(parse_overrides(raw_vars)?);
+    let inputs = VarInputs { file: record.vars["file"].as_str().map(PathBuf::from), overrides };
+    let work_dir = PathBuf::from(record.vars["workdir"].as_str().unwrap_or("."));
+    let fresh = record.vars["fresh"].as_bool().unwrap_or(false);
+    let prepared = prepare(runbook, &inputs, Some(&journal), &record.id, &work_dir)?;
+
+    let _lock =
+        journal.lock(&Holder::for_current_process(&record.id, &format!("resume {}", prepared.runbook.name())))?;
+    let prior = plan::load_prior(&journal, prepared.runbook.name(), Some(&record.id), fresh)?;
+    check_interrupted(&prepared, &prior, rerun)?;
+    let approvals = engine::approvals_from(&journal.events_for_run(&record.id)?);
+    let writer = journal.writer()?;
+    let mut record_vars =
+        run_record_vars(&prepared, &journal, &inputs, &prepared.runbook.origin.clone(), &work_dir, fresh);
+    if prepared.runbook.digest != record.runbook_digest {
+        record_vars["runbook_changed_from"] = json!(record.runbook_digest);
+    }
+    execute(env, journal, writer, prepared, prior, record.id.clone(), work_dir, approvals, rerun, "resume", record_vars)
+        .await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn execute(
+    env: &Env,
+    journal: Arc<Journal>,
+    writer: runbook_journal::JournalWriter,
+    prepared: Prepared,
+    prior: Prior,
+    run_id: String,
+    work_dir: PathBuf,
+    approvals: HashMap<String, runbook_steps::Approval>,
+    rerun: &RerunArgs,
+    mode: &str,
+    record_vars: Value,
+) -> CliResult {
+    writer
+        .append(vec![NewEvent {
+            run_id: run_id.clone(),
+            kind: "run_started".into(),
+            step: None,
+            attempt: None,
+            data: json!({ "mode": mode, "who": who::who(prepared.runbook.file.runbook.persona.as_deref()), "runbook_digest": prepared.runbook.digest, "setup": record_vars }),
+        }])
+        .await
+        .map_err(|e| CliError::Internal(e.into()))?;
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<EngineEvent>();
+    let mut reporter = reporter_for(env.mode);
+    let reporting = tokio::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            reporter.event(&event);
+        }
+        reporter.finish();
+    });
+    let graceful = CancellationToken::new();
+    let hard = CancellationToken::new();
+    let signals = spawn_ctrl_c(graceful.clone(), hard.clone());
+
+    let runbook = prepared.runbook.clone();
+    let context = RunContext {
+        journal: journal.clone(),
+        writer,
+        templates: Arc::new(crate::bundled::Templates { dir: runbook.origin.dir() }),
+        runbook,
+        plan: prepared.plan.clone(),
+        vars: prepared.vars.clone(),
+        required: prepared.required.clone(),
+        prior,
+        run_id: run_id.clone(),
+        work_dir,
+        approvals,
+        rerun: rerun_set(rerun),
+        events: tx,
+        graceful,
+        hard,
+    };
+    let summary = engine::execute(context).await;
+    signals.abort();
+    let _ = reporting.await;
+    let summary = summary?;
+    if env.json {
+        println!(
+            "{}",
+            json!({ "run_id": run_id, "runbook": prepared.runbook.name(), "status": summary.status.as_str(), "counts": summary.counts })
+        );
+    }
+    Ok(match summary.status {
+        RunStatus::Succeeded => Exit::Ok,
+        RunStatus::Failed => Exit::StepFailed,
+        RunStatus::GateFailed => Exit::GateFailed,
+        RunStatus::AwaitingApproval => Exit::AwaitingApproval,
+        RunStatus::Cancelled => Exit::Cancelled,
+    })
+}
+
+/// First Ctrl-C: stop starting steps, let running ones finish. Second: kill them. The
+/// process exits shortly after a second Ctrl-C even if something hangs.
+fn spawn_ctrl_c(graceful: CancellationToken, hard: CancellationToken) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        graceful.cancel();
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        hard.cancel();
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        std::process::exit(Exit::Cancelled as i32);
+    })
+}

@@ -1,0 +1,249 @@
+//! One instance's attempts: journal the start durably, run the kind under its time limit,
+//! retry classified failures with backoff (honouring Retry-After), journal the end.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use runbook_journal::{Journal, JournalWriter, NewEvent};
+use runbook_steps::{ErrorClass, StepContext, StepError};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::events::{EngineEvent, StepStatus, millis};
+use crate::engine::redact::Redactor;
+use crate::model::StepDef;
+
+pub struct Job {
+    pub instance: String,
+    pub def: StepDef,
+    pub inputs: Value,
+    pub redacted_inputs: Value,
+    pub digest: String,
+    pub input_digests: Map<String, Value>,
+    pub reason: String,
+    pub first_attempt: u32,
+    pub context: StepContext,
+    pub redactor: Redactor,
+}
+
+pub struct Shared {
+    pub run_id: String,
+    pub journal: Arc<Journal>,
+    pub writer: JournalWriter,
+    pub events: UnboundedSender<EngineEvent>,
+    pub hard_cancel: CancellationToken,
+    pub retry_budget: AtomicU32,
+}
+
+pub enum JobResult {
+    Succeeded { outputs: Map<String, Value>, secret_texts: Vec<String> },
+    Failed { status: StepStatus, error: StepError },
+}
+
+pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult> {
+    let retry = &job.def.retry;
+    let mut attempt = job.first_attempt;
+    let mut tries = 0u32;
+    loop {
+        tries += 1;
+        shared
+            .writer
+            .append(vec![NewEvent {
+                run_id: shared.run_id.clone(),
+                kind: "step_started".into(),
+                step: Some(job.instance.clone()),
+                attempt: Some(attempt),
+                data: json!({
+                    "kind": job.def.spec.kind,
+                    "reason": job.reason,
+                    "digest": job.digest,
+                    "input_digests": job.input_digests,
+                    "inputs": job.redacted_inputs,
+                    "idempotent": job.def.idempotent,
+                }),
+            }])
+            .await?;
+        let _ = shared.events.send(EngineEvent::StepStarted {
+            step: job.instance.clone(),
+            attempt,
+            reason: job.reason.clone(),
+        });
+
+        let started = Instant::now();
+        let mut context = job.context.clone();
+        context.attempt = attempt;
+        let result = match job.def.timeout {
+            Some(limit) => match tokio::time::timeout(limit, job.def.kind.run(&context, &job.inputs)).await {
+                Ok(result) => result,
+                Err(_) => Err(StepError::new(
+                    ErrorClass::Timeout,
+                    format!("no result within {}", humantime::format_duration(limit)),
+                )
+                .with_code("Timeout")
+                .with_hint("raise the step's `timeout`, or give it `retry` with `on_timeout = true`")),
+            },
+            None => job.def.kind.run(&context, &job.inputs).await,
+        };
+        let elapsed = started.elapsed();
+
+        match result {
+            Ok(outcome) => {
+                let (journaled, secret_texts) = seal_outputs(&job, &shared.journal, &outcome.outputs);
+                shared
+                    .writer
+                    .append(vec![NewEvent {
+                        run_id: shared.run_id.clone(),
+                        kind: "step_finished".into(),
+                        step: Some(job.instance.clone()),
+                        attempt: Some(attempt),
+                        data: json!({
+                            "kind": job.def.spec.kind,
+                            "status": "succeeded",
+                            "digest": job.digest,
+                            "input_digests": job.input_digests,
+                            "outputs": journaled,
+                            "evidence": job.redactor.value(&outcome.evidence),
+                            "duration_ms": millis(elapsed),
+                        }),
+                    }])
+                    .await?;
+                let _ = shared.events.send(EngineEvent::StepFinished {
+                    step: job.instance.clone(),
+                    attempt,
+                    status: StepStatus::Succeeded,
+                    duration_ms: millis(elapsed),
+                    error: None,
+                    hint: None,
+                });
+                return Ok(JobResult::Succeeded { outputs: outcome.outputs, secret_texts });
+            }
+            Err(mut error) => {
+                error.message = job.redactor.text(&error.message);
+                error.evidence = job.redactor.value(&error.evidence);
+                let status = match error.class {
+                    ErrorClass::GateFailed => StepStatus::GateFailed,
+                    ErrorClass::Timeout => StepStatus::TimedOut,
+                    ErrorClass::Cancelled => StepStatus::Cancelled,
+                    _ => StepStatus::Failed,
+                };
+                let retryable = error.is_transient() || (status == StepStatus::TimedOut && retry.on_timeout);
+                let delay = retryable.then(|| backoff(retry.backoff, retry.max_backoff, tries, error.retry_after()));
+                let will_retry = retryable
+                    && tries < retry.attempts
+                    && !shared.hard_cancel.is_cancelled()
+                    && take_budget(&shared.retry_budget);
+                let budget_exhausted =
+                    retryable && tries < retry.attempts && !will_retry && !shared.hard_cancel.is_cancelled();
+                if budget_exhausted {
+                    error.hint = Some("the run's retry budget is used up: the service keeps failing; try again later or raise runbook.retry_budget".into());
+                }
+                shared
+                    .writer
+                    .append(vec![NewEvent {
+                        run_id: shared.run_id.clone(),
+                        kind: "step_finished".into(),
+                        step: Some(job.instance.clone()),
+                        attempt: Some(attempt),
+                        data: json!({
+                            "kind": job.def.spec.kind,
+                            "status": status_name(status),
+                            "digest": job.digest,
+                            "error": error,
+                            "will_retry": will_retry,
+                            "retry_in_ms": delay.filter(|_| will_retry).map(millis),
+                            "duration_ms": millis(elapsed),
+                        }),
+                    }])
+                    .await?;
+                if will_retry {
+                    let delay = delay.expect("retryable");
+                    let _ = shared.events.send(EngineEvent::StepRetrying {
+                        step: job.instance.clone(),
+                        attempt,
+                        delay_ms: millis(delay),
+                        error: error.to_string(),
+                    });
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = shared.hard_cancel.cancelled() => {}
+                    }
+                    attempt += 1;
+                    continue;
+                }
+                let _ = shared.events.send(EngineEvent::StepFinished {
+                    step: job.instance.clone(),
+                    attempt,
+                    status,
+                    duration_ms: millis(elapsed),
+                    error: Some(error.to_string()),
+                    hint: error.hint.clone(),
+                });
+                return Ok(JobResult::Failed { status, error });
+            }
+        }
+    }
+}
+
+pub fn status_name(status: StepStatus) -> &'static str {
+    match status {
+        StepStatus::Succeeded => "succeeded",
+        StepStatus::Failed => "failed",
+        StepStatus::GateFailed => "gate_failed",
+        StepStatus::TimedOut => "timed_out",
+        StepStatus::Cancelled => "cancelled",
+    }
+}
+
+/// Exponential backoff from `base`, capped, but never earlier than the server asked.
+fn backoff(base: Duration, cap: Duration, tries: u32, retry_after: Option<Duration>) -> Duration {
+    let exponential = base.saturating_mul(2u32.saturating_pow(tries.saturating_sub(1))).min(cap);
+    match retry_after {
+        Some(asked) => asked.max(base.min(cap)),
+        None => exponential,
+    }
+}
+
+fn take_budget(budget: &AtomicU32) -> bool {
+    budget.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| left.checked_sub(1)).is_ok()
+}
+
+/// Outputs as journaled: declared-secret outputs, and any output that carries a secret value,
+/// are sealed; the rest are kept as they are.
+fn seal_outputs(job: &Job, journal: &Journal, outputs: &Map<String, Value>) -> (Map<String, Value>, Vec<String>) {
+    let mut journaled = Map::new();
+    let mut secret_texts = Vec::new();
+    for (name, value) in outputs {
+        let declared_secret = job.def.output(name).is_some_and(|o| o.secret);
+        let carries_secret = job.redactor.value(value) != *value;
+        if declared_secret || carries_secret {
+            let bytes = serde_json::to_vec(value).expect("values serialize");
+            journaled.insert(name.clone(), json!({ "$sealed": journal.seal(&bytes) }));
+            if declared_secret {
+                secret_texts.push(match value {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                });
+            }
+        } else {
+            journaled.insert(name.clone(), value.clone());
+        }
+    }
+    (journaled, secret_texts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_honours_retry_after_and_caps() {
+        let s = Duration::from_secs;
+        assert_eq!(backoff(s(1), s(60), 1, None), s(1));
+        assert_eq!(backoff(s(1), s(60), 3, None), s(4));
+        assert_eq!(backoff(s(1), s(5), 10, None), s(5));
+        assert_eq!(backoff(s(1), s(60), 1, Some(s(7))), s(7));
+        assert_eq!(backoff(s(1), s(60), 4, Some(s(2))), s(2));
+    }
+}

@@ -1,0 +1,100 @@
+//! What the engine tells the world. The engine never prints; reporters render these.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EngineEvent {
+    RunStarted {
+        run_id: String,
+        runbook: String,
+        steps: usize,
+        already_done: usize,
+        resumed: bool,
+    },
+    StepSkipped {
+        step: String,
+        reason: String,
+    },
+    StepStarted {
+        step: String,
+        attempt: u32,
+        reason: String,
+    },
+    StepRetrying {
+        step: String,
+        attempt: u32,
+        delay_ms: u64,
+        error: String,
+    },
+    StepFinished {
+        step: String,
+        attempt: u32,
+        status: StepStatus,
+        duration_ms: u64,
+        error: Option<String>,
+        hint: Option<String>,
+    },
+    GateWaiting {
+        step: String,
+        prompt: String,
+        approve_with: String,
+    },
+    RunCancelling {
+        reason: String,
+    },
+    RunFinished {
+        run_id: String,
+        status: RunStatus,
+        duration_ms: u64,
+        counts: Counts,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Succeeded,
+    Failed,
+    GateFailed,
+    TimedOut,
+    Cancelled,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Succeeded,
+    Failed,
+    GateFailed,
+    AwaitingApproval,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::GateFailed => "gate_failed",
+            RunStatus::AwaitingApproval => "awaiting_approval",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Counts {
+    pub succeeded: usize,
+    pub reused: usize,
+    pub skipped_by_when: usize,
+    pub failed: usize,
+    pub waiting: usize,
+    pub not_run: usize,
+}
+
+pub fn millis(d: Duration) -> u64 {
+    d.as_millis() as u64
+}

@@ -1,0 +1,523 @@
+//! The scheduler: runs a plan's instances as a DAG with a parallelism limit, per-key
+//! serialization, reuse of work already done, graceful cancellation; journals as it goes.
+
+mod attempt;
+pub mod events;
+pub mod redact;
+
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
+use std::time::Instant;
+
+use runbook_journal::{Journal, JournalWriter, NewEvent};
+use runbook_steps::{Approval, ErrorClass, StepContext, TemplateSource};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+pub use attempt::status_name;
+use attempt::{Job, JobResult, Shared, run_job};
+use events::{Counts, EngineEvent, RunStatus, StepStatus, millis};
+use redact::Redactor;
+
+use crate::model::Runbook;
+use crate::model::vars::VarValues;
+use crate::plan::{Plan, Prior, RequiredValues, Scope};
+
+pub struct RunContext {
+    pub journal: Arc<Journal>,
+    pub writer: JournalWriter,
+    pub runbook: Arc<Runbook>,
+    pub plan: Arc<Plan>,
+    pub vars: Arc<VarValues>,
+    pub required: Arc<RequiredValues>,
+    pub prior: Prior,
+    pub run_id: String,
+    pub work_dir: PathBuf,
+    pub templates: Arc<dyn TemplateSource>,
+    pub approvals: HashMap<String, Approval>,
+    /// Instances (or whole steps) the operator asked to run again even if done.
+    pub rerun: HashSet<String>,
+    pub events: UnboundedSender<EngineEvent>,
+    /// Stop starting steps; let running ones finish.
+    pub graceful: CancellationToken,
+    /// Kill running steps too.
+    pub hard: CancellationToken,
+}
+
+pub struct RunSummary {
+    pub status: RunStatus,
+    pub counts: Counts,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum State {
+    Pending,
+    Running,
+    Done,
+    Failed(StepStatus),
+    Waiting,
+}
+
+/// Why an instance must run, or None when its journaled result can be reused.
+fn run_reason(
+    ctx: &RunContext,
+    instance: &str,
+    step: &str,
+    digest: &str,
+    input_digests: &Map<String, Value>,
+) -> Option<String> {
+    if ctx.rerun.contains(instance) || ctx.rerun.contains(step) {
+        return Some("the operator asked to run it again (--rerun)".into());
+    }
+    if let Some(interrupted) = ctx.prior.interrupted.get(instance) {
+        return Some(format!(
+            "attempt {} in run {} was interrupted before it finished",
+            interrupted.attempt, interrupted.run_id
+        ));
+    }
+    if let Some(failed) = ctx.prior.failed.get(instance) {
+        return Some(format!("attempt {} in run {} failed: {}", failed.attempt, failed.run_id, failed.message));
+    }
+    match ctx.prior.done.get(instance) {
+        None => Some("it has not run before".into()),
+        Some(done) if done.digest == digest => None,
+        Some(done) => {
+            let mut changed: Vec<&str> = input_digests
+                .iter()
+                .filter(|(k, v)| done.input_digests.get(*k) != Some(*v))
+                .map(|(k, _)| k.as_str())
+                .collect();
+            changed.extend(done.input_digests.keys().filter(|k| !input_digests.contains_key(*k)).map(String::as_str));
+            if changed.is_empty() {
+                Some(format!("its definition changed since run {}", done.run_id))
+            } else {
+                Some(format!("inputs changed since run {}: {}", done.run_id, changed.join(", ")))
+            }
+        }
+    }
+}
+
+/// Keyed digests of the resolved inputs: the whole (decides reuse) and per top-level input
+/// (explains what changed). Keyed, so a secret's digest reveals nothing without the key.
+pub fn digests(
+    journal: &Journal,
+    kind: &str,
+    inputs: &Value,
+    item: Option<&Value>,
+    outputs_spec: &Value,
+) -> (String, Map<String, Value>) {
+    let whole = json!({ "kind": kind, "inputs": inputs, "item": item, "outputs": outputs_spec });
+    let digest = journal.digest(whole.to_string().as_bytes());
+    let per_input = inputs
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), Value::String(journal.digest(v.to_string().as_bytes())))).collect())
+        .unwrap_or_default();
+    (digest, per_input)
+}
+
+/// Longest chain of dependents below each instance: the scheduler starts the instances on the
+/// critical path first, so a run's wall time approaches the critical path.
+fn heights(plan: &Plan, dependents: &[Vec<usize>]) -> Vec<usize> {
+    let n = plan.instances.len();
+    let mut remaining: Vec<usize> = dependents.iter().map(Vec::len).collect();
+    let mut height = vec![0usize; n];
+    let mut queue: VecDeque<usize> = (0..n).filter(|&i| remaining[i] == 0).collect();
+    while let Some(i) = queue.pop_front() {
+        for &d in &plan.instances[i].deps {
+            height[d] = height[d].max(height[i] + 1);
+            remaining[d] -= 1;
+            if remaining[d] == 0 {
+                queue.push_back(d);
+            }
+        }
+    }
+    height
+}
+
+pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
+    let started = Instant::now();
+    let plan = ctx.plan.clone();
+    let runbook = ctx.runbook.clone();
+    let n = plan.instances.len();
+    let dependents = plan.dependents();
+    let height = heights(&plan, &dependents);
+    let mut state = vec![State::Pending; n];
+    let mut waiting_deps: Vec<usize> = plan.instances.iter().map(|i| i.deps.len()).collect();
+    let mut outputs: HashMap<usize, Map<String, Value>> = HashMap::new();
+    let mut counts = Counts::default();
+    let mut redactor = Redactor::new(ctx.vars.secret_texts());
+    let mut ready: BinaryHeap<(usize, std::cmp::Reverse<usize>)> =
+        (0..n).filter(|&i| waiting_deps[i] == 0).map(|i| (height[i], std::cmp::Reverse(i))).collect();
+    let mut busy_keys: HashSet<String> = HashSet::new();
+    let mut key_queue: HashMap<String, VecDeque<usize>> = HashMap::new();
+    let mut key_of: HashMap<usize, String> = HashMap::new();
+    let mut pending_skips: Vec<NewEvent> = Vec::new();
+    let mut running = JoinSet::new();
+    let mut stop = false;
+
+    let shared = Arc::new(Shared {
+        run_id: ctx.run_id.clone(),
+        journal: ctx.journal.clone(),
+        writer: ctx.writer.clone(),
+        events: ctx.events.clone(),
+        hard_cancel: ctx.hard.clone(),
+        retry_budget: AtomicU32::new(runbook.file.runbook.retry_budget.unwrap_or(200)),
+    });
+
+    let _ = ctx.events.send(EngineEvent::RunStarted {
+        run_id: ctx.run_id.clone(),
+        runbook: runbook.name().to_string(),
+        steps: n,
+        already_done: ctx.prior.done.len().min(n),
+        resumed: !ctx.prior.attempts_in_run.is_empty(),
+    });
+
+    let complete = |i: usize,
+                    state: &mut Vec<State>,
+                    waiting_deps: &mut Vec<usize>,
+                    ready: &mut BinaryHeap<(usize, std::cmp::Reverse<usize>)>| {
+        state[i] = State::Done;
+        for &d in &dependents[i] {
+            waiting_deps[d] -= 1;
+            if waiting_deps[d] == 0 {
+                ready.push((height[d], std::cmp::Reverse(d)));
+            }
+        }
+    };
+
+    loop {
+        if !stop && (ctx.graceful.is_cancelled() || ctx.hard.is_cancelled()) {
+            stop = true;
+            let _ = ctx.events.send(EngineEvent::RunCancelling { reason: "interrupted by the operator".into() });
+        }
+        while !stop && running.len() < runbook.parallelism() {
+            let Some((_, std::cmp::Reverse(i))) = ready.pop() else { break };
+            let instance = &plan.instances[i];
+            let def = &runbook.steps[instance.step];
+            if instance.skipped_by_when {
+                counts.skipped_by_when += 1;
+                let _ = ctx.events.send(EngineEvent::StepSkipped {
+                    step: instance.id.clone(),
+                    reason: "its `when` condition is false".into(),
+                });
+                complete(i, &mut state, &mut waiting_deps, &mut ready);
+                continue;
+            }
+            let scope = Scope {
+                runbook: &runbook,
+                vars: &ctx.vars,
+                required: &ctx.required,
+                plan: Some(&plan),
+                outputs: Some(&outputs),
+                item: instance.item.as_ref(),
+                run_id: &ctx.run_id,
+                work_dir: &ctx.work_dir,
+            };
+            let resolved = match scope.resolve(&Value::Object(def.spec.inputs.clone())) {
+                Ok(r) => r,
+                Err(why) => {
+                    fail_unrunnable(
+                        &ctx,
+                        &shared,
+                        i,
+                        &plan,
+                        &mut state,
+                        &mut counts,
+                        format!("cannot resolve inputs: {why}"),
+                    )
+                    .await?;
+                    stop = true;
+                    continue;
+                }
+            };
+            let outputs_spec = serde_json::to_value(&def.spec.outputs).expect("serializes");
+            let (digest, input_digests) = digests(
+                &ctx.journal,
+                &def.spec.kind,
+                &resolved.value,
+                instance.item.as_ref().map(|(_, v)| v),
+                &outputs_spec,
+            );
+            let reason = run_reason(&ctx, &instance.id, def.id(), &digest, &input_digests);
+            let Some(reason) = reason else {
+                let done = &ctx.prior.done[&instance.id];
+                outputs.insert(i, done.outputs.clone());
+                for decl in def.outputs.iter().filter(|o| o.secret) {
+                    if let Some(Value::String(s)) = done.outputs.get(&decl.name) {
+                        redactor.add(s.clone());
+                    }
+                }
+                counts.reused += 1;
+                if done.run_id != ctx.run_id {
+                    let journaled = ctx
+                        .prior
+                        .done
+                        .get(&instance.id)
+                        .map(|d| reseal(&ctx.journal, def, &d.outputs, &redactor))
+                        .unwrap_or_default();
+                    pending_skips.push(NewEvent {
+                        run_id: ctx.run_id.clone(),
+                        kind: "step_skipped".into(),
+                        step: Some(instance.id.clone()),
+                        attempt: None,
+                        data: json!({
+                            "kind": def.spec.kind,
+                            "reason": format!("done in run {} with the same inputs", done.run_id),
+                            "from_run": done.run_id,
+                            "digest": digest,
+                            "input_digests": input_digests,
+                            "outputs": journaled,
+                        }),
+                    });
+                    let _ = ctx.events.send(EngineEvent::StepSkipped {
+                        step: instance.id.clone(),
+                        reason: format!("done in run {} with the same inputs", done.run_id),
+                    });
+                }
+                complete(i, &mut state, &mut waiting_deps, &mut ready);
+                continue;
+            };
+
+            let approval = ctx.approvals.get(&instance.id).cloned();
+            if def.spec.kind == "gate" && resolved.value.get("approval").is_some() && approval.is_none() {
+                state[i] = State::Waiting;
+                counts.waiting += 1;
+                let prompt = resolved.value["approval"]["prompt"].as_str().unwrap_or("approval needed").to_string();
+                pending_skips.push(NewEvent {
+                    run_id: ctx.run_id.clone(),
+                    kind: "gate_waiting".into(),
+                    step: Some(instance.id.clone()),
+                    attempt: None,
+                    data: json!({ "prompt": redactor.text(&prompt), "persona": resolved.value["approval"]["persona"] }),
+                });
+                let _ = ctx.events.send(EngineEvent::GateWaiting {
+                    step: instance.id.clone(),
+                    prompt,
+                    approve_with: format!("runbook approve {} {}", ctx.run_id, instance.id),
+                });
+                continue;
+            }
+
+            if let (Some(key), false) = (&def.serialize, key_of.contains_key(&i)) {
+                let key = match scope.resolve_string(&render_key(key)) {
+                    Ok(k) => k.value.as_str().map(String::from).unwrap_or_else(|| k.value.to_string()),
+                    Err(why) => {
+                        fail_unrunnable(
+                            &ctx,
+                            &shared,
+                            i,
+                            &plan,
+                            &mut state,
+                            &mut counts,
+                            format!("cannot resolve serialize key: {why}"),
+                        )
+                        .await?;
+                        stop = true;
+                        continue;
+                    }
+                };
+                if !busy_keys.insert(key.clone()) {
+                    key_queue.entry(key).or_default().push_back(i);
+                    continue;
+                }
+                key_of.insert(i, key);
+            }
+
+            if !pending_skips.is_empty() {
+                ctx.writer.append(std::mem::take(&mut pending_skips)).await?;
+            }
+            let first_attempt = ctx.prior.attempts_in_run.get(&instance.id).copied().unwrap_or(0) + 1;
+            let context = StepContext {
+                run_id: ctx.run_id.clone(),
+                step_id: instance.id.clone(),
+                attempt: first_attempt,
+                work_dir: ctx.work_dir.clone(),
+                templates: ctx.templates.clone(),
+                cancel: ctx.hard.clone(),
+                handles_secrets: resolved.secret,
+                secrets: Arc::new(redactor.secrets().to_vec()),
+                output_specs: Arc::new(def.spec.outputs.clone()),
+                approval,
+            };
+            let job = Job {
+                instance: instance.id.clone(),
+                def: def.clone(),
+                redacted_inputs: redactor.value(&resolved.value),
+                inputs: resolved.value,
+                digest,
+                input_digests,
+                reason,
+                first_attempt,
+                context,
+                redactor: redactor.clone(),
+            };
+            state[i] = State::Running;
+            let shared = shared.clone();
+            running.spawn(async move { (i, run_job(job, shared).await) });
+        }
+
+        // Instances waiting for a serialization key become ready again when it frees up.
+        if running.is_empty() {
+            if !pending_skips.is_empty() {
+                ctx.writer.append(std::mem::take(&mut pending_skips)).await?;
+            }
+            if stop || ready.is_empty() {
+                break;
+            }
+            continue;
+        }
+
+        let joined = tokio::select! {
+            joined = running.join_next() => joined,
+            _ = ctx.graceful.cancelled(), if !stop => continue,
+        };
+        let Some(joined) = joined else { continue };
+        let (i, result) = joined?;
+        if let Some(key) = key_of.remove(&i) {
+            match key_queue.get_mut(&key).and_then(VecDeque::pop_front) {
+                Some(next) => {
+                    // Hand the key straight to the next waiter, so no one else can take it.
+                    key_of.insert(next, key);
+                    ready.push((usize::MAX, std::cmp::Reverse(next)));
+                    state[next] = State::Pending;
+                }
+                None => {
+                    busy_keys.remove(&key);
+                }
+            }
+        }
+        match result? {
+            JobResult::Succeeded { outputs: produced, secret_texts } => {
+                for secret in secret_texts {
+                    redactor.add(secret);
+                }
+                outputs.insert(i, produced);
+                counts.succeeded += 1;
+                complete(i, &mut state, &mut waiting_deps, &mut ready);
+            }
+            JobResult::Failed { status, error } => {
+                state[i] = State::Failed(status);
+                counts.failed += 1;
+                if error.class != ErrorClass::Cancelled {
+                    stop = true;
+                }
+            }
+        }
+    }
+
+    counts.not_run = state.iter().filter(|s| matches!(s, State::Pending)).count();
+    let status = if state.iter().any(|s| matches!(s, State::Failed(StepStatus::Failed | StepStatus::TimedOut))) {
+        RunStatus::Failed
+    } else if state.iter().any(|s| matches!(s, State::Failed(StepStatus::GateFailed))) {
+        RunStatus::GateFailed
+    } else if ctx.graceful.is_cancelled()
+        || ctx.hard.is_cancelled()
+        || state.iter().any(|s| matches!(s, State::Failed(StepStatus::Cancelled)))
+    {
+        RunStatus::Cancelled
+    } else if state.iter().any(|s| matches!(s, State::Waiting)) {
+        RunStatus::AwaitingApproval
+    } else {
+        RunStatus::Succeeded
+    };
+    let duration = started.elapsed();
+    ctx.writer
+        .append(vec![NewEvent {
+            run_id: ctx.run_id.clone(),
+            kind: "run_finished".into(),
+            step: None,
+            attempt: None,
+            data: json!({ "status": status.as_str(), "counts": counts, "duration_ms": millis(duration) }),
+        }])
+        .await?;
+    let _ = ctx.events.send(EngineEvent::RunFinished {
+        run_id: ctx.run_id.clone(),
+        status,
+        duration_ms: millis(duration),
+        counts,
+    });
+    Ok(RunSummary { status, counts })
+}
+
+/// A serialize key written as an interpolation, back to its text form for resolution.
+fn render_key(key: &crate::model::refs::Interpolation) -> String {
+    key.segments
+        .iter()
+        .map(|s| match s {
+            crate::model::refs::Segment::Literal(l) => l.replace("${", "$${"),
+            crate::model::refs::Segment::Ref(r) => format!("${{{r}}}"),
+        })
+        .collect()
+}
+
+/// Outputs reused from another run are journaled again in this run, sealed the same way.
+fn reseal(
+    journal: &Journal,
+    def: &crate::model::StepDef,
+    outputs: &Map<String, Value>,
+    redactor: &Redactor,
+) -> Map<String, Value> {
+    outputs
+        .iter()
+        .map(|(name, value)| {
+            let secret = def.output(name).is_some_and(|o| o.secret) || redactor.value(value) != *value;
+            let journaled = if secret {
+                json!({ "$sealed": journal.seal(&serde_json::to_vec(value).expect("serializes")) })
+            } else {
+                value.clone()
+            };
+            (name.clone(), journaled)
+        })
+        .collect()
+}
+
+/// An instance that cannot even start (its inputs do not resolve) fails like a step would.
+async fn fail_unrunnable(
+    ctx: &RunContext,
+    shared: &Shared,
+    i: usize,
+    plan: &Plan,
+    state: &mut [State],
+    counts: &mut Counts,
+    message: String,
+) -> anyhow::Result<()> {
+    let instance = &plan.instances[i];
+    state[i] = State::Failed(StepStatus::Failed);
+    counts.failed += 1;
+    let error = runbook_steps::StepError::permanent(message).with_code("UnresolvedInput");
+    shared
+        .writer
+        .append(vec![NewEvent {
+            run_id: ctx.run_id.clone(),
+            kind: "step_finished".into(),
+            step: Some(instance.id.clone()),
+            attempt: Some(0),
+            data: json!({ "status": "failed", "error": error }),
+        }])
+        .await?;
+    let _ = ctx.events.send(EngineEvent::StepFinished {
+        step: instance.id.clone(),
+        attempt: 0,
+        status: StepStatus::Failed,
+        duration_ms: 0,
+        error: Some(error.to_string()),
+        hint: None,
+    });
+    Ok(())
+}
+
+pub fn approvals_from(events: &[runbook_journal::Event]) -> HashMap<String, Approval> {
+    let mut out = HashMap::new();
+    for event in events.iter().filter(|e| e.kind == "gate_approved") {
+        if let (Some(step), Ok(approval)) = (&event.step, serde_json::from_value::<Approval>(event.data.clone())) {
+            out.insert(step.clone(), approval);
+        }
+    }
+    out
+}
+
+pub type Outputs = BTreeMap<String, Value>;

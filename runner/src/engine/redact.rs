@@ -1,0 +1,54 @@
+//! Keeps secrets out of everything journaled or shown: every secret value is replaced wherever it
+//! appears, even inside a longer string such as a command line.
+
+use serde_json::Value;
+
+#[derive(Clone, Debug, Default)]
+pub struct Redactor {
+    secrets: Vec<String>,
+}
+
+pub const REDACTED: &str = "<redacted>";
+
+impl Redactor {
+    pub fn new(secrets: impl IntoIterator<Item = String>) -> Self {
+        let mut secrets: Vec<String> = secrets.into_iter().filter(|s| !s.is_empty()).collect();
+        // Longest first, so a secret containing another is replaced whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.dedup();
+        Redactor { secrets }
+    }
+
+    pub fn add(&mut self, secret: String) {
+        if !secret.is_empty() && !self.secrets.contains(&secret) {
+            self.secrets.push(secret);
+            self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
+    }
+
+    pub fn secrets(&self) -> &[String] {
+        &self.secrets
+    }
+
+    pub fn text(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for secret in &self.secrets {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), REDACTED);
+            }
+        }
+        out
+    }
+
+    pub fn value(&self, value: &Value) -> Value {
+        match value {
+            Value::String(s) => Value::String(self.text(s)),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.value(v)).collect()),
+            Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), self.value(v))).collect()),
+            other => {
+                let text = other.to_string();
+                if self.secrets.contains(&text) { Value::String(REDACTED.into()) } else { other.clone() }
+            }
+        }
+    }
+}

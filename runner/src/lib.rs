@@ -1,0 +1,15 @@
+//! The runbook engine and command line: runbooks as typed step graphs, executed by a resumable
+//! runner that journals every step to SQLite.
+
+pub mod bundled;
+pub mod cli;
+pub mod engine;
+pub mod model;
+pub mod plan;
+pub mod report;
+pub mod who;
+
+/// The step kinds this build knows.
+pub fn registry() -> runbook_steps::Registry {
+    runbook_steps::Registry::local()
+}

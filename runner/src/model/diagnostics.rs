@@ -1,0 +1,98 @@
+//! Problems found in a runbook or a variables file, each pinned to a file, line and column, with a
+//! hint. They are collected and reported together, never one per try.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use codespan_reporting::diagnostic::{Diagnostic, Label};
+use codespan_reporting::files::SimpleFile;
+use codespan_reporting::term;
+use serde::Serialize;
+
+use crate::model::source::SourceFile;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Problem {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+    pub hint: Option<String>,
+    #[serde(skip)]
+    pub span: Range<usize>,
+    #[serde(skip)]
+    pub source: Option<Arc<SourceFile>>,
+}
+
+impl Problem {
+    pub fn new(file: &Arc<SourceFile>, span: Range<usize>, message: impl Into<String>) -> Self {
+        let (line, column) = file.line_col(span.start);
+        Problem {
+            file: file.name.display().to_string(),
+            line,
+            column,
+            message: message.into(),
+            hint: None,
+            span,
+            source: Some(file.clone()),
+        }
+    }
+
+    /// A problem that belongs to no file (e.g. a `--var` given on the command line).
+    pub fn without_file(origin: impl Into<String>, message: impl Into<String>) -> Self {
+        Problem {
+            file: origin.into(),
+            line: 0,
+            column: 0,
+            message: message.into(),
+            hint: None,
+            span: 0..0,
+            source: None,
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn maybe_hint(mut self, hint: Option<String>) -> Self {
+        self.hint = hint;
+        self
+    }
+
+    /// `path:line:col: message`, then the offending line with a caret, then `hint:`.
+    pub fn render(&self) -> String {
+        let Some(source) = &self.source else {
+            let mut out = format!("error: {}: {}\n", self.file, self.message);
+            if let Some(hint) = &self.hint {
+                out.push_str(&format!("  = hint: {hint}\n"));
+            }
+            return out;
+        };
+        let files = SimpleFile::new(self.file.clone(), source.text.as_str());
+        let span = if self.span.is_empty() {
+            self.span.start..(self.span.start + 1).min(source.text.len())
+        } else {
+            self.span.clone()
+        };
+        let mut diagnostic = Diagnostic::error()
+            .with_message(format!("{}:{}:{}: {}", self.file, self.line, self.column, self.message))
+            .with_labels(vec![Label::primary((), span)]);
+        if let Some(hint) = &self.hint {
+            diagnostic = diagnostic.with_notes(vec![format!("hint: {hint}")]);
+        }
+        term::emit_into_string(&term::Config::default(), &files, &diagnostic)
+            .unwrap_or_else(|_| format!("error: {}:{}:{}: {}\n", self.file, self.line, self.column, self.message))
+    }
+}
+
+/// Suggests the closest known name for a misspelt one.
+pub fn did_you_mean<'a>(unknown: &str, known: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    known
+        .into_iter()
+        .map(|k| (strsim::jaro_winkler(unknown, k), k))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| format!("did you mean `{k}`?"))
+}

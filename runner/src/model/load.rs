@@ -1,0 +1,151 @@
+//! Turning a runbook file into a validated [`Runbook`]: syntax, then the schema, then meaning.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use runbook_steps::{OutputDecl, Registry, StepKind};
+use sha2::{Digest, Sha256};
+
+use crate::model::diagnostics::Problem;
+use crate::model::refs::{Condition, Interpolation};
+use crate::model::source::{Document, SourceFile, parse_toml};
+use crate::model::types::{RunbookFile, StepSpec};
+use crate::model::{schema, validate};
+
+/// Where a runbook came from; a resumed run reloads it from the same place.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Origin {
+    Bundled(String),
+    File(PathBuf),
+}
+
+impl Origin {
+    pub fn describe(&self) -> String {
+        match self {
+            Origin::Bundled(name) => format!("bundled:{name}"),
+            Origin::File(path) => path.display().to_string(),
+        }
+    }
+
+    /// The directory templates named by the runbook are looked up in first.
+    pub fn dir(&self) -> Option<PathBuf> {
+        match self {
+            Origin::File(path) => path.parent().map(|p| p.to_path_buf()),
+            Origin::Bundled(_) => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum ForEach {
+    List(Vec<serde_json::Value>),
+    Reference(crate::model::refs::Reference),
+}
+
+#[derive(Clone, Debug)]
+pub struct RetryPolicy {
+    pub attempts: u32,
+    pub backoff: Duration,
+    pub max_backoff: Duration,
+    pub on_timeout: bool,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            attempts: 1,
+            backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(60),
+            on_timeout: false,
+        }
+    }
+}
+
+/// A validated step: its spec plus everything parsed out of it.
+#[derive(Clone)]
+pub struct StepDef {
+    pub spec: StepSpec,
+    pub index: usize,
+    pub kind: Arc<dyn StepKind>,
+    pub when: Option<Condition>,
+    pub for_each: Option<ForEach>,
+    pub serialize: Option<Interpolation>,
+    pub timeout: Option<Duration>,
+    pub retry: RetryPolicy,
+    pub outputs: Vec<OutputDecl>,
+    /// Step ids this step waits for: `after` plus every step it references.
+    pub deps: BTreeSet<String>,
+    pub idempotent: bool,
+}
+
+impl StepDef {
+    pub fn id(&self) -> &str {
+        &self.spec.id
+    }
+
+    pub fn pointer(&self) -> String {
+        format!("/steps/{}", self.index)
+    }
+
+    pub fn output(&self, name: &str) -> Option<&OutputDecl> {
+        self.outputs.iter().find(|o| o.name == name)
+    }
+}
+
+pub struct Runbook {
+    pub file: RunbookFile,
+    pub doc: Document,
+    pub origin: Origin,
+    /// SHA-256 of the runbook text: journaled with every run so an audit knows what ran.
+    pub digest: String,
+    pub steps: Vec<StepDef>,
+}
+
+impl Runbook {
+    pub fn name(&self) -> &str {
+        &self.file.runbook.name
+    }
+
+    pub fn step(&self, id: &str) -> Option<&StepDef> {
+        self.steps.iter().find(|s| s.spec.id == id)
+    }
+
+    pub fn parallelism(&self) -> usize {
+        self.file.runbook.parallelism.unwrap_or(16).max(1)
+    }
+
+    /// Outputs of checkpoint steps: what later runbooks may require from this one.
+    pub fn handoff_outputs(&self) -> Vec<(&StepDef, &OutputDecl)> {
+        self.steps
+            .iter()
+            .filter(|s| s.spec.kind == "checkpoint")
+            .flat_map(|s| s.outputs.iter().map(move |o| (s, o)))
+            .collect()
+    }
+}
+
+/// Parses and validates a runbook, reporting every problem found, not only the first.
+pub fn load(origin: Origin, text: String, registry: &Registry) -> Result<Runbook, Vec<Problem>> {
+    let digest = format!("sha256:{}", hex::encode(Sha256::digest(text.as_bytes())));
+    let file_name = match &origin {
+        Origin::Bundled(name) => PathBuf::from(format!("runbooks/{name}.toml")),
+        Origin::File(path) => path.clone(),
+    };
+    let doc = parse_toml(SourceFile::new(file_name, text))?;
+    let problems = schema::check(&doc, &schema::file_schema(registry), &doc.value, "");
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let file: RunbookFile = serde_json::from_value(doc.value.clone())
+        .map_err(|e| vec![doc.problem("", format!("cannot read runbook: {e}"))])?;
+    let steps = validate::validate(&doc, &file, registry)?;
+    Ok(Runbook { file, doc, origin, digest, steps })
+}
+
+pub fn load_path(path: &std::path::Path, registry: &Registry) -> Result<Runbook, Vec<Problem>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| vec![Problem::without_file(path.display().to_string(), format!("cannot read runbook: {e}"))])?;
+    load(Origin::File(path.to_path_buf()), text, registry)
+}

@@ -1,0 +1,304 @@
+//! Variable values: where they come from (default, vars file, environment, `--var`), their types
+//! and rules, and which of them are secret.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::model::diagnostics::{Problem, did_you_mean};
+use crate::model::load::Runbook;
+use crate::model::source::{SourceFile, parse_toml};
+use crate::model::types::{NamingRule, VarSpec, VarType};
+
+/// What the operator supplied for variables.
+#[derive(Clone, Debug, Default)]
+pub struct VarInputs {
+    pub file: Option<PathBuf>,
+    /// `--var name=value`, in order (a later one wins).
+    pub overrides: Vec<(String, String)>,
+}
+
+/// Resolved, checked variable values.
+#[derive(Clone, Debug, Default)]
+pub struct VarValues {
+    pub values: BTreeMap<String, Value>,
+    pub secret: BTreeSet<String>,
+    /// Where each value came from: "default", the vars file, "env", "--var".
+    pub source: BTreeMap<String, String>,
+}
+
+impl VarValues {
+    /// The values with secrets replaced by their keyed digest, for the journal.
+    pub fn redacted(&self, digest: impl Fn(&[u8]) -> String) -> Value {
+        let map = self
+            .values
+            .iter()
+            .map(|(name, value)| {
+                let shown = if self.secret.contains(name) {
+                    Value::String(format!("<secret {}>", digest(value.to_string().as_bytes())))
+                } else {
+                    value.clone()
+                };
+                (name.clone(), shown)
+            })
+            .collect();
+        Value::Object(map)
+    }
+
+    /// Every secret value as text, for scrubbing.
+    pub fn secret_texts(&self) -> Vec<String> {
+        self.secret
+            .iter()
+            .filter_map(|name| self.values.get(name))
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect()
+    }
+}
+
+pub fn env_name(var: &str) -> String {
+    format!("RUNBOOK_VAR_{}", var.to_ascii_uppercase().replace('-', "_"))
+}
+
+/// Resolves every variable of `runbook`; reports every problem (unknown names, bad types, rule
+/// violations, missing values) at once.
+pub fn resolve(runbook: &Runbook, inputs: &VarInputs) -> Result<VarValues, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let mut out = VarValues::default();
+    let specs = &runbook.file.vars;
+
+    for (name, spec) in specs {
+        if let Some(default) = &spec.default {
+            out.values.insert(name.clone(), default.clone());
+            out.source.insert(name.clone(), "default".into());
+        }
+        if spec.secret {
+            out.secret.insert(name.clone());
+        }
+    }
+
+    if let Some(path) = &inputs.file {
+        read_vars_file(path, specs, &mut out, &mut problems);
+    }
+
+    for (name, spec) in specs {
+        if let Ok(text) = std::env::var(env_name(name)) {
+            match coerce(spec, &text) {
+                Ok(value) => {
+                    out.values.insert(name.clone(), value);
+                    out.source.insert(name.clone(), "env".into());
+                }
+                Err(why) => problems.push(Problem::without_file(env_name(name), why)),
+            }
+        }
+    }
+
+    for (name, text) in &inputs.overrides {
+        let origin = format!("--var {name}");
+        match specs.get(name) {
+            None => problems.push(
+                Problem::without_file(origin, format!("unknown variable `{name}`"))
+                    .maybe_hint(did_you_mean(name, specs.keys().map(String::as_str))),
+            ),
+            Some(spec) => match coerce(spec, text) {
+                Ok(value) => {
+                    out.values.insert(name.clone(), value);
+                    out.source.insert(name.clone(), "--var".into());
+                }
+                Err(why) => problems.push(Problem::without_file(origin, why)),
+            },
+        }
+    }
+
+    for (name, spec) in specs {
+        match out.values.get(name) {
+            None => problems.push(
+                runbook.doc.key_problem(&format!("/vars/{name}"), format!("variable `{name}` has no value")).with_hint(
+                    format!("set it in the vars file (`{name} = …`), with --var {name}=… or {}", env_name(name)),
+                ),
+            ),
+            Some(value) => {
+                if let Err(why) = check_value(name, spec, value, true) {
+                    // Values from the vars file were checked where they stand; this covers the rest.
+                    if out.source.get(name).is_some_and(|s| s != "vars file") {
+                        problems.push(Problem::without_file(out.source[name].clone(), why));
+                    }
+                }
+            }
+        }
+    }
+    if problems.is_empty() { Ok(out) } else { Err(problems) }
+}
+
+fn read_vars_file(path: &Path, specs: &BTreeMap<String, VarSpec>, out: &mut VarValues, problems: &mut Vec<Problem>) {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            problems.push(Problem::without_file(path.display().to_string(), format!("cannot read vars file: {e}")));
+            return;
+        }
+    };
+    let doc = match parse_toml(SourceFile::new(path, text)) {
+        Ok(d) => d,
+        Err(mut syntax) => {
+            problems.append(&mut syntax);
+            return;
+        }
+    };
+    let base = path.parent().unwrap_or(Path::new("."));
+    for (name, raw) in doc.value.as_object().expect("a TOML document is a table") {
+        let pointer = format!("/{}", crate::model::source::escape_pointer(name));
+        let Some(spec) = specs.get(name) else {
+            problems.push(
+                doc.key_problem(&pointer, format!("unknown variable `{name}`"))
+                    .maybe_hint(did_you_mean(name, specs.keys().map(String::as_str)).or_else(|| {
+                        Some("the runbook does not declare it; `runbook show` lists its variables".into())
+                    })),
+            );
+            continue;
+        };
+        let value = match indirect(raw, base) {
+            Ok(Some(v)) => v,
+            Ok(None) => raw.clone(),
+            Err(why) => {
+                problems.push(doc.problem(&pointer, why));
+                continue;
+            }
+        };
+        let value = match (&value, spec.ty) {
+            (Value::String(s), VarType::Integer | VarType::Boolean | VarType::List) if raw.is_object() => {
+                match coerce(spec, s) {
+                    Ok(v) => v,
+                    Err(why) => {
+                        problems.push(doc.problem(&pointer, why));
+                        continue;
+                    }
+                }
+            }
+            _ => value,
+        };
+        match check_value(name, spec, &value, true) {
+            Ok(()) => {
+                out.values.insert(name.clone(), value);
+                out.source.insert(name.clone(), "vars file".into());
+            }
+            Err(why) => problems.push(doc.problem(&pointer, why).maybe_hint(rule_hint(spec))),
+        }
+    }
+}
+
+/// `{ from_file = "path" }` or `{ from_env = "NAME" }`: keeps secrets out of the vars file.
+fn indirect(raw: &Value, base: &Path) -> Result<Option<Value>, String> {
+    let Some(table) = raw.as_object() else { return Ok(None) };
+    match (table.get("from_file"), table.get("from_env"), table.len()) {
+        (Some(Value::String(file)), None, 1) => {
+            let path = base.join(file);
+            std::fs::read_to_string(&path)
+                .map(|t| Some(Value::String(t.trim_end_matches(['\n', '\r']).to_string())))
+                .map_err(|e| format!("cannot read `{}`: {e}", path.display()))
+        }
+        (None, Some(Value::String(env)), 1) => std::env::var(env)
+            .map(|v| Some(Value::String(v)))
+            .map_err(|_| format!("environment variable `{env}` is not set")),
+        _ => Ok(None),
+    }
+}
+
+/// Parses a value given as text (`--var`, environment) into the variable's type.
+pub fn coerce(spec: &VarSpec, text: &str) -> Result<Value, String> {
+    match spec.ty {
+        VarType::String | VarType::Path => Ok(Value::String(text.to_string())),
+        VarType::Integer => text
+            .trim()
+            .parse::<i64>()
+            .map(Value::from)
+            .map_err(|_| format!("type mismatch: `{text}` is not an integer")),
+        VarType::Boolean => match text.trim() {
+            "true" | "yes" | "1" => Ok(Value::Bool(true)),
+            "false" | "no" | "0" => Ok(Value::Bool(false)),
+            _ => Err(format!("type mismatch: `{text}` is not true or false")),
+        },
+        VarType::List => {
+            if text.trim_start().starts_with('[') {
+                serde_json::from_str::<Value>(text)
+                    .ok()
+                    .filter(Value::is_array)
+                    .ok_or_else(|| format!("type mismatch: `{text}` is not a JSON list"))
+            } else {
+                Ok(Value::Array(
+                    text.split(',').map(|s| Value::String(s.trim().to_string())).filter(|v| v != "").collect(),
+                ))
+            }
+        }
+    }
+}
+
+/// Checks a value against its variable's type, pattern, allowed values and naming rule.
+pub fn check_value(name: &str, spec: &VarSpec, value: &Value, check_paths: bool) -> Result<(), String> {
+    let type_ok = match spec.ty {
+        VarType::String | VarType::Path => value.is_string(),
+        VarType::Integer => value.is_i64(),
+        VarType::Boolean => value.is_boolean(),
+        VarType::List => value.is_array(),
+    };
+    if !type_ok {
+        return Err(format!("type mismatch: `{name}` must be {:?}, found {value}", spec.ty).to_lowercase());
+    }
+    if let (Some(pattern), Some(text)) = (&spec.pattern, value.as_str()) {
+        let anchored = format!("^(?:{pattern})$");
+        if regex::Regex::new(&anchored).is_ok_and(|re| !re.is_match(text)) {
+            return Err(format!("`{name}` = \"{}\" does not match the pattern {pattern}", shown(spec, text)));
+        }
+    }
+    if let Some(allowed) = &spec.allowed
+        && !allowed.contains(value)
+    {
+        return Err(format!("`{name}` must be one of {}", Value::Array(allowed.clone())));
+    }
+    if let (Some(rule), Some(text)) = (spec.rule, value.as_str()) {
+        check_rule(rule, text).map_err(|why| format!("`{name}` = \"{}\": {why}", shown(spec, text)))?;
+    }
+    if spec.ty == VarType::Path && check_paths {
+        let path = value.as_str().unwrap_or_default();
+        if !Path::new(path).exists() {
+            return Err(format!("`{name}`: file `{path}` does not exist"));
+        }
+    }
+    Ok(())
+}
+
+fn shown<'a>(spec: &VarSpec, text: &'a str) -> &'a str {
+    if spec.secret { "<redacted>" } else { text }
+}
+
+fn rule_hint(spec: &VarSpec) -> Option<String> {
+    spec.description.as_ref().map(|d| format!("this variable is: {d}"))
+}
+
+/// Azure naming rules that can be checked before any call.
+pub fn check_rule(rule: NamingRule, text: &str) -> Result<(), String> {
+    let ok = |pattern: &str| regex::Regex::new(pattern).expect("valid rule").is_match(text);
+    match rule {
+        NamingRule::StorageAccount if !ok(r"^[a-z0-9]{3,24}$") => Err(
+            "Azure storage account names must be between 3 and 24 characters in length and may contain numbers and lowercase letters only".into(),
+        ),
+        NamingRule::ResourceGroup if !ok(r"^[-\w._()]{1,90}$") || text.ends_with('.') => Err(
+            "resource group names are 1-90 letters, digits, underscores, hyphens, periods and parentheses, and cannot end in a period".into(),
+        ),
+        NamingRule::ManagedIdentity if !ok(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{2,127}$") => Err(
+            "managed identity names are 3-128 letters, digits, hyphens and underscores, starting with a letter or digit".into(),
+        ),
+        NamingRule::DnsZone
+            if !ok(r"^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$") || text.len() > 253 =>
+        {
+            Err("DNS zone names are dot-separated lowercase labels of letters, digits and hyphens".into())
+        }
+        NamingRule::ClusterName if !ok(r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$") => Err(
+            "cluster names are lowercase letters, digits and hyphens (a DNS label), start with a letter and are at most 40 characters".into(),
+        ),
+        _ => Ok(()),
+    }
+}

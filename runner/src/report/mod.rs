@@ -1,0 +1,32 @@
+//! Reporters turn engine events into what a person or a machine reads.
+
+mod human;
+mod mode;
+
+pub use human::HumanReporter;
+pub use mode::{DisplayMode, display_mode};
+
+use crate::engine::events::EngineEvent;
+
+pub trait Reporter: Send {
+    fn event(&mut self, event: &EngineEvent);
+    fn finish(&mut self) {}
+}
+
+/// One JSON object per event on stdout.
+pub struct JsonReporter;
+
+impl Reporter for JsonReporter {
+    fn event(&mut self, event: &EngineEvent) {
+        if let Ok(line) = serde_json::to_string(event) {
+            println!("{line}");
+        }
+    }
+}
+
+pub fn reporter_for(mode: DisplayMode) -> Box<dyn Reporter> {
+    match mode {
+        DisplayMode::Json => Box::new(JsonReporter),
+        other => Box::new(HumanReporter::new(other)),
+    }
+}

@@ -1,0 +1,1 @@
+//! Local Azure for tests and rehearsals: in progress.

@@ -1,0 +1,186 @@
+use std::collections::BTreeMap;
+use std::process::Stdio;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+
+use crate::capture::{read_bounded, tail};
+use crate::kind::{parse_inputs, schema_of};
+use crate::{OutputDecl, OutputSource, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
+
+/// Runs a program directly from an argv array. There is deliberately no shell: values from
+/// variables can never be interpreted as shell syntax.
+pub struct Exec;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecInputs {
+    /// Program and arguments, e.g. ["hypershift", "create", "cluster", "azure", "--name", "${vars.cluster_name}"].
+    #[schemars(length(min = 1))]
+    pub argv: Vec<String>,
+    /// Extra environment variables (the way to hand a program a secret without exposing it in argv).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Start from an empty environment (PATH and HOME are kept) instead of inheriting the runner's.
+    #[serde(default)]
+    pub clear_env: bool,
+    /// Working directory, relative to the run's working directory.
+    pub cwd: Option<String>,
+    /// Text written to the program's standard input.
+    pub stdin: Option<String>,
+    /// Exit codes that count as success (default [0]).
+    pub ok_exit_codes: Option<Vec<i32>>,
+    /// Exit codes that mean "try again" (retried when the step has a retry policy).
+    #[serde(default)]
+    pub retry_exit_codes: Vec<i32>,
+    /// Bytes of stdout and of stderr kept (default 1 MiB each); the rest is dropped.
+    pub capture_limit: Option<usize>,
+}
+
+const DEFAULT_CAPTURE_LIMIT: usize = 1024 * 1024;
+
+#[async_trait]
+impl StepKind for Exec {
+    fn name(&self) -> &'static str {
+        "exec"
+    }
+
+    fn inputs_schema(&self) -> Value {
+        schema_of::<ExecInputs>()
+    }
+
+    fn accepts_output_specs(&self) -> bool {
+        true
+    }
+
+    fn declared_outputs(&self, _inputs: &Value, specs: &BTreeMap<String, OutputSpec>) -> Vec<OutputDecl> {
+        let mut outputs = vec![OutputDecl { name: "exit_code".into(), secret: false }];
+        outputs.extend(specs.iter().map(|(name, spec)| OutputDecl { name: name.clone(), secret: spec.secret }));
+        outputs
+    }
+
+    async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
+        let inputs: ExecInputs = parse_inputs(inputs)?;
+        let mut command = tokio::process::Command::new(&inputs.argv[0]);
+        command.args(&inputs.argv[1..]);
+        if inputs.clear_env {
+            command.env_clear();
+            for keep in ["PATH", "HOME"] {
+                if let Some(value) = std::env::var_os(keep) {
+                    command.env(keep, value);
+                }
+            }
+        }
+        command.envs(&inputs.env);
+        command.current_dir(match &inputs.cwd {
+            Some(dir) => ctx.resolve_path(dir),
+            None => ctx.work_dir.clone(),
+        });
+        command
+            .stdin(if inputs.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group: a Ctrl-C at the terminal reaches the runner only, which
+            // lets running steps finish (graceful cancel) unless the operator presses it twice.
+            .process_group(0)
+            .kill_on_drop(true);
+
+        let mut child = command.spawn().map_err(|e| {
+            StepError::permanent(format!("cannot start `{}`: {e}", inputs.argv[0]))
+                .with_code(if e.kind() == std::io::ErrorKind::NotFound { "ProgramNotFound" } else { "SpawnFailed" })
+                .with_hint("check that the program is installed and on PATH")
+        })?;
+        let group = ProcessGroupGuard(child.id());
+
+        if let (Some(text), Some(mut stdin)) = (inputs.stdin.as_ref(), child.stdin.take()) {
+            let text = text.clone();
+            tokio::spawn(async move {
+                let _ = stdin.write_all(text.as_bytes()).await;
+            });
+        }
+        let limit = inputs.capture_limit.unwrap_or(DEFAULT_CAPTURE_LIMIT);
+        let stdout = tokio::spawn(read_bounded(child.stdout.take().expect("piped"), limit));
+        let stderr = tokio::spawn(read_bounded(child.stderr.take().expect("piped"), limit));
+
+        let status = tokio::select! {
+            status = child.wait() => status.map_err(|e| StepError::permanent(format!("waiting for `{}`: {e}", inputs.argv[0])))?,
+            _ = ctx.cancel.cancelled() => {
+                drop(group);
+                return Err(StepError::new(crate::ErrorClass::Cancelled, "cancelled; the program was killed"));
+            }
+        };
+        group.disarm();
+        let (stdout, stdout_truncated) = stdout.await.unwrap_or_default();
+        let (stderr, stderr_truncated) = stderr.await.unwrap_or_default();
+        let stdout = String::from_utf8_lossy(&stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&stderr).into_owned();
+
+        let code = status.code();
+        let evidence = json!({
+            "argv": inputs.argv.iter().map(|a| ctx.redact(a)).collect::<Vec<_>>(),
+            "exit_code": code,
+            "stdout_tail": ctx.redact(&tail(&stdout, 2000)),
+            "stderr_tail": ctx.redact(&tail(&stderr, 2000)),
+            "stdout_truncated": stdout_truncated,
+            "stderr_truncated": stderr_truncated,
+        });
+        let ok_codes = inputs.ok_exit_codes.unwrap_or_else(|| vec![0]);
+        match code {
+            Some(c) if ok_codes.contains(&c) => {}
+            Some(c) => {
+                let message = format!(
+                    "`{}` exited with status {c}: {}",
+                    inputs.argv[0],
+                    ctx.redact(tail(stderr.trim(), 400).as_str())
+                );
+                let error = if inputs.retry_exit_codes.contains(&c) {
+                    StepError::transient(message, None)
+                } else {
+                    StepError::permanent(message)
+                };
+                return Err(error.with_code(format!("ExitStatus{c}")).with_evidence(evidence));
+            }
+            None => {
+                return Err(StepError::permanent(format!("`{}` was killed by a signal", inputs.argv[0]))
+                    .with_code("KilledBySignal")
+                    .with_evidence(evidence));
+            }
+        }
+
+        let mut outputs = serde_json::Map::new();
+        outputs.insert("exit_code".into(), json!(code));
+        for (name, spec) in ctx.output_specs.iter() {
+            let text = match spec.from {
+                OutputSource::Stderr => &stderr,
+                OutputSource::Stdout | OutputSource::Body => &stdout,
+            };
+            let value = spec.extract(name, text).map_err(|e| e.with_evidence(evidence.clone()))?;
+            outputs.insert(name.clone(), value);
+        }
+        Ok(StepOutcome { outputs, evidence })
+    }
+}
+
+/// Kills the whole process group when dropped before the program finished (timeout, cancel,
+/// runner shutting down), so no grandchild outlives the step.
+struct ProcessGroupGuard(Option<u32>);
+
+impl ProcessGroupGuard {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for ProcessGroupGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            // SAFETY: killpg only sends a signal; a stale group id fails harmlessly with ESRCH.
+            unsafe {
+                libc::killpg(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+    }
+}

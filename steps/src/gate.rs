@@ -1,0 +1,232 @@
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::kind::{parse_inputs, schema_of};
+use crate::{ErrorClass, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
+
+/// A verification gate: assertions over observed state and journaled values, and/or a manual
+/// approval that a persona gives with `runbook approve RUN GATE`.
+pub struct Gate;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateInputs {
+    #[serde(default)]
+    pub assert: Vec<Assertion>,
+    /// When present, the gate also needs an operator's approval before it passes.
+    pub approval: Option<ApprovalRequest>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRequest {
+    /// What the approver is asked to confirm.
+    pub prompt: String,
+    /// The persona expected to approve (recorded with the approval).
+    pub persona: Option<String>,
+}
+
+/// One check. `value` is usually a reference; exactly one comparison is given.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Assertion {
+    /// A short description shown when the assertion fails.
+    pub name: Option<String>,
+    pub value: Value,
+    pub equals: Option<Value>,
+    pub not_equals: Option<Value>,
+    /// A regular expression the value (a string) must match.
+    pub matches: Option<String>,
+    /// The value must be one of these.
+    pub one_of: Option<Vec<Value>>,
+    /// The value (string, list or object) must not be empty.
+    pub not_empty: Option<bool>,
+    /// The value (list or object) must have this many entries.
+    pub length: Option<usize>,
+    /// The value (list or string) must contain this.
+    pub contains: Option<Value>,
+}
+
+/// An approval recorded in the journal.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Approval {
+    pub by: String,
+    pub persona: Option<String>,
+    pub at: String,
+    pub comment: Option<String>,
+}
+
+#[async_trait]
+impl StepKind for Gate {
+    fn name(&self) -> &'static str {
+        "gate"
+    }
+
+    fn inputs_schema(&self) -> Value {
+        schema_of::<GateInputs>()
+    }
+
+    fn declared_outputs(&self, inputs: &Value, _specs: &BTreeMap<String, OutputSpec>) -> Vec<OutputDecl> {
+        let mut outputs = vec![OutputDecl { name: "checked".into(), secret: false }];
+        if inputs.get("approval").is_some() {
+            outputs.push(OutputDecl { name: "approved_by".into(), secret: false });
+        }
+        outputs
+    }
+
+    fn idempotent(&self) -> bool {
+        true
+    }
+
+    async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
+        let inputs: GateInputs = parse_inputs(inputs)?;
+        let failures: Vec<String> = inputs
+            .assert
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| check(a).err().map(|why| describe(i, a, &why)))
+            .collect();
+        if !failures.is_empty() {
+            return Err(StepError::new(
+                ErrorClass::GateFailed,
+                failures.iter().map(|f| ctx.redact(f)).collect::<Vec<_>>().join("; "),
+            )
+            .with_code("GateAssertionFailed")
+            .with_evidence(json!({ "failed": failures.len(), "checked": inputs.assert.len() })));
+        }
+        let mut outputs = serde_json::Map::new();
+        outputs.insert("checked".into(), json!(inputs.assert.len()));
+        if let Some(request) = &inputs.approval {
+            match &ctx.approval {
+                Some(approval) => {
+                    outputs.insert("approved_by".into(), json!(approval.by));
+                }
+                None => {
+                    let who = request.persona.as_deref().map(|p| format!(" (as {p})")).unwrap_or_default();
+                    return Err(StepError::new(ErrorClass::AwaitingApproval, request.prompt.clone())
+                        .with_code("AwaitingApproval")
+                        .with_hint(format!(
+                            "approve{who} with `runbook approve {} {}`, then `runbook resume`",
+                            ctx.run_id, ctx.step_id
+                        )));
+                }
+            }
+        }
+        Ok(StepOutcome { outputs, evidence: json!({ "assertions": inputs.assert.len(), "approval": ctx.approval }) })
+    }
+}
+
+fn describe(index: usize, assertion: &Assertion, why: &str) -> String {
+    match &assertion.name {
+        Some(name) => format!("{name}: {why}"),
+        None => format!("assertion {}: {why}", index + 1),
+    }
+}
+
+fn check(a: &Assertion) -> Result<(), String> {
+    let v = &a.value;
+    if let Some(expected) = &a.equals
+        && !loosely_equal(v, expected)
+    {
+        return Err(format!("expected {expected}, found {v}"));
+    }
+    if let Some(unexpected) = &a.not_equals
+        && loosely_equal(v, unexpected)
+    {
+        return Err(format!("expected anything but {unexpected}"));
+    }
+    if let Some(pattern) = &a.matches {
+        let re = regex::Regex::new(pattern).map_err(|e| format!("invalid regex: {e}"))?;
+        let text = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+        if !re.is_match(&text) {
+            return Err(format!("{v} does not match /{pattern}/"));
+        }
+    }
+    if let Some(options) = &a.one_of
+        && !options.iter().any(|o| loosely_equal(v, o))
+    {
+        return Err(format!("{v} is not one of {}", Value::Array(options.clone())));
+    }
+    if a.not_empty == Some(true) && is_empty(v) {
+        return Err("the value is empty".into());
+    }
+    if let Some(expected) = a.length {
+        let found = match v {
+            Value::Array(items) => items.len(),
+            Value::Object(map) => map.len(),
+            Value::String(s) => s.chars().count(),
+            _ => return Err(format!("{v} has no length")),
+        };
+        if found != expected {
+            return Err(format!("expected {expected} entries, found {found}"));
+        }
+    }
+    if let Some(needle) = &a.contains {
+        let found = match (v, needle) {
+            (Value::Array(items), _) => items.iter().any(|i| loosely_equal(i, needle)),
+            (Value::String(s), Value::String(n)) => s.contains(n.as_str()),
+            _ => false,
+        };
+        if !found {
+            return Err(format!("{v} does not contain {needle}"));
+        }
+    }
+    Ok(())
+}
+
+/// Equal as JSON, or as text when one side is a string: values that came through a command's
+/// output are strings even when the runbook wrote a number.
+fn loosely_equal(a: &Value, b: &Value) -> bool {
+    if a == b {
+        return true;
+    }
+    match (a, b) {
+        (Value::String(s), other) | (other, Value::String(s)) if !other.is_string() => {
+            s.as_str() == other.to_string().as_str()
+        }
+        _ => false,
+    }
+}
+
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assertion(value: Value) -> Assertion {
+        Assertion {
+            name: None,
+            value,
+            equals: None,
+            not_equals: None,
+            matches: None,
+            one_of: None,
+            not_empty: None,
+            length: None,
+            contains: None,
+        }
+    }
+
+    #[test]
+    fn comparisons() {
+        assert!(check(&Assertion { equals: Some(json!(7)), ..assertion(json!("7")) }).is_ok());
+        assert!(check(&Assertion { equals: Some(json!("b")), ..assertion(json!("a")) }).is_err());
+        assert!(check(&Assertion { matches: Some("^https://".into()), ..assertion(json!("https://x")) }).is_ok());
+        assert!(check(&Assertion { length: Some(2), ..assertion(json!([1, 2])) }).is_ok());
+        assert!(check(&Assertion { contains: Some(json!(2)), ..assertion(json!([1, 3])) }).is_err());
+        assert!(check(&Assertion { not_empty: Some(true), ..assertion(json!("")) }).is_err());
+    }
+}

@@ -1,0 +1,142 @@
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::capture::tail;
+use crate::kind::{parse_inputs, schema_of};
+use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
+
+/// An HTTP check: the status and JSON assertions over the body, e.g. that the OIDC discovery
+/// document is publicly readable and names the right issuer.
+pub struct Http;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpInputs {
+    pub url: String,
+    /// GET unless given.
+    pub method: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// A JSON body to send.
+    pub body: Option<Value>,
+    /// Acceptable status codes (default [200]).
+    pub expect_status: Option<Vec<u16>>,
+    /// JSON pointer → expected value, checked against the response body.
+    #[serde(default)]
+    pub expect_json: BTreeMap<String, Value>,
+    /// A PEM file with an extra CA to trust (for a sandbox or a private endpoint).
+    pub ca_file: Option<String>,
+}
+
+#[async_trait]
+impl StepKind for Http {
+    fn name(&self) -> &'static str {
+        "http"
+    }
+
+    fn inputs_schema(&self) -> Value {
+        schema_of::<HttpInputs>()
+    }
+
+    fn accepts_output_specs(&self) -> bool {
+        true
+    }
+
+    fn declared_outputs(&self, _inputs: &Value, specs: &BTreeMap<String, OutputSpec>) -> Vec<OutputDecl> {
+        let mut outputs = vec![OutputDecl { name: "status".into(), secret: false }];
+        outputs.extend(specs.iter().map(|(name, spec)| OutputDecl { name: name.clone(), secret: spec.secret }));
+        outputs
+    }
+
+    fn idempotent(&self) -> bool {
+        true
+    }
+
+    async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
+        let inputs: HttpInputs = parse_inputs(inputs)?;
+        let mut builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(10));
+        if let Some(ca_file) = &inputs.ca_file {
+            let path = ctx.resolve_path(ca_file);
+            let pem = std::fs::read(&path).map_err(|e| {
+                StepError::permanent(format!("cannot read CA file `{}`: {e}", path.display()))
+                    .with_code("CaFileUnreadable")
+            })?;
+            let cert = reqwest::Certificate::from_pem(&pem)
+                .map_err(|e| StepError::permanent(format!("CA file `{}` is not PEM: {e}", path.display())))?;
+            builder = builder.add_root_certificate(cert);
+        }
+        let client = builder.build().map_err(|e| StepError::permanent(format!("HTTP client: {e}")))?;
+        let method = inputs.method.as_deref().unwrap_or("GET");
+        let method = reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).map_err(|_| {
+            StepError::permanent(format!("`{method}` is not an HTTP method")).with_code("InvalidInputs")
+        })?;
+        let mut request = client.request(method, &inputs.url);
+        for (name, value) in &inputs.headers {
+            request = request.header(name, value);
+        }
+        if let Some(body) = &inputs.body {
+            request = request.json(body);
+        }
+        let response = tokio::select! {
+            r = request.send() => r,
+            _ = ctx.cancel.cancelled() => return Err(StepError::new(crate::ErrorClass::Cancelled, "cancelled")),
+        }
+        .map_err(|e| {
+            // Connection failures are worth another try; the runbook's retry policy bounds them.
+            StepError::transient(format!("request to {} failed: {e}", inputs.url), None).with_code("ConnectionFailed")
+        })?;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let body = response.text().await.unwrap_or_default();
+        let evidence =
+            json!({ "url": ctx.redact(&inputs.url), "status": status, "body_tail": ctx.redact(&tail(&body, 1000)) });
+
+        let expected = inputs.expect_status.unwrap_or_else(|| vec![200]);
+        if !expected.contains(&status) {
+            let message = format!("{} answered {status}, expected {expected:?}", inputs.url);
+            let error = if status == 429 || status >= 500 {
+                StepError::transient(message, retry_after)
+            } else {
+                StepError::new(crate::ErrorClass::GateFailed, message)
+            };
+            return Err(error.with_code(format!("HttpStatus{status}")).with_evidence(evidence));
+        }
+        if !inputs.expect_json.is_empty() {
+            let doc: Value = serde_json::from_str(&body).map_err(|e| {
+                StepError::new(crate::ErrorClass::GateFailed, format!("body of {} is not JSON: {e}", inputs.url))
+                    .with_code("BodyNotJson")
+                    .with_evidence(evidence.clone())
+            })?;
+            let mismatches: Vec<String> = inputs
+                .expect_json
+                .iter()
+                .filter_map(|(pointer, want)| match doc.pointer(pointer) {
+                    Some(found) if found == want => None,
+                    Some(found) => Some(format!("{pointer}: expected {want}, found {found}")),
+                    None => Some(format!("{pointer}: missing")),
+                })
+                .collect();
+            if !mismatches.is_empty() {
+                return Err(StepError::new(crate::ErrorClass::GateFailed, mismatches.join("; "))
+                    .with_code("BodyMismatch")
+                    .with_evidence(evidence));
+            }
+        }
+        let mut outputs = serde_json::Map::new();
+        outputs.insert("status".into(), json!(status));
+        for (name, spec) in ctx.output_specs.iter() {
+            outputs.insert(name.clone(), spec.extract(name, &body).map_err(|e| e.with_evidence(evidence.clone()))?);
+        }
+        Ok(StepOutcome { outputs, evidence })
+    }
+}

@@ -1,0 +1,86 @@
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use crate::{OutputSpec, StepContext, StepError};
+
+/// One output a step will produce, known before it runs so references can be checked at `plan`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutputDecl {
+    pub name: String,
+    pub secret: bool,
+}
+
+/// What a successful step produced: its outputs and the evidence worth journaling.
+#[derive(Clone, Debug, Default)]
+pub struct StepOutcome {
+    pub outputs: Map<String, Value>,
+    pub evidence: Value,
+}
+
+#[async_trait]
+pub trait StepKind: Send + Sync {
+    fn name(&self) -> &'static str;
+
+    /// JSON Schema of the `inputs` table, generated from the kind's input type.
+    fn inputs_schema(&self) -> Value;
+
+    /// Whether the runbook may declare extracted outputs (`[steps.outputs]`) for this kind.
+    fn accepts_output_specs(&self) -> bool {
+        false
+    }
+
+    /// The outputs this step will produce, from its (unresolved) inputs and output specs.
+    fn declared_outputs(&self, inputs: &Value, specs: &BTreeMap<String, OutputSpec>) -> Vec<OutputDecl>;
+
+    /// Whether re-running after an interruption is safe without asking the operator.
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError>;
+}
+
+/// The step kinds this build knows, by name.
+#[derive(Clone, Default)]
+pub struct Registry {
+    kinds: BTreeMap<&'static str, Arc<dyn StepKind>>,
+}
+
+impl Registry {
+    /// The kinds that need no cloud: exec, template, http, gate, checkpoint.
+    pub fn local() -> Self {
+        let mut registry = Registry::default();
+        registry.register(Arc::new(crate::Exec));
+        registry.register(Arc::new(crate::Template));
+        registry.register(Arc::new(crate::Http));
+        registry.register(Arc::new(crate::Gate));
+        registry.register(Arc::new(crate::Checkpoint));
+        registry
+    }
+
+    pub fn register(&mut self, kind: Arc<dyn StepKind>) {
+        self.kinds.insert(kind.name(), kind);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn StepKind>> {
+        self.kinds.get(name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.kinds.keys().copied()
+    }
+}
+
+/// Deserializes a kind's inputs; the runner validated them against the schema already, so a
+/// failure here is a bug in the kind or the schema and is reported as permanent.
+pub(crate) fn parse_inputs<T: serde::de::DeserializeOwned>(inputs: &Value) -> Result<T, StepError> {
+    serde_json::from_value(inputs.clone())
+        .map_err(|e| StepError::permanent(format!("invalid inputs: {e}")).with_code("InvalidInputs"))
+}
+
+pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {
+    serde_json::to_value(schemars::schema_for!(T)).expect("schemas serialize")
+}

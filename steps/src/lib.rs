@@ -1,0 +1,28 @@
+//! Step kinds: each kind declares its inputs (as a JSON Schema), the outputs it produces, whether a
+//! re-run after an interruption is safe, and how it executes. The runner resolves every reference
+//! before a step runs, so a kind only ever sees concrete JSON values.
+
+// StepError is deliberately rich (code, hint, evidence); it is returned once per attempt, so
+// its size costs nothing that matters.
+#![allow(clippy::result_large_err)]
+
+mod capture;
+mod checkpoint;
+mod context;
+mod error;
+mod exec;
+mod gate;
+mod http;
+mod kind;
+mod output_spec;
+mod template;
+
+pub use checkpoint::Checkpoint;
+pub use context::{StepContext, TemplateSource};
+pub use error::{ErrorClass, StepError};
+pub use exec::Exec;
+pub use gate::{Approval, Gate};
+pub use http::Http;
+pub use kind::{OutputDecl, Registry, StepKind, StepOutcome};
+pub use output_spec::{OutputSource, OutputSpec};
+pub use template::Template;

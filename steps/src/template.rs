@@ -1,0 +1,179 @@
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::kind::{parse_inputs, schema_of};
+use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
+
+/// Renders a handlebars template to a file. Strict: a value the template names but the step does
+/// not provide is an error, never an empty string. Escaping follows the target format.
+pub struct Template;
+
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetFormat {
+    /// `{{x}}` is escaped as the inside of a JSON string; the result must parse as JSON.
+    Json,
+    /// `{{x}}` is escaped as the inside of a double-quoted YAML scalar.
+    Yaml,
+    /// No escaping.
+    Text,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TemplateInputs {
+    /// Name of a template file (looked up beside the runbook, then among the bundled templates).
+    pub template: Option<String>,
+    /// The template text itself, instead of `template`.
+    pub inline: Option<String>,
+    /// Where to write the result, relative to the run's working directory.
+    pub path: String,
+    /// Target format; by default from the file extension of `path` (.json, .yaml/.yml, else text).
+    pub format: Option<TargetFormat>,
+    /// Values the template can use.
+    #[serde(default)]
+    pub values: serde_json::Map<String, Value>,
+    /// Write the file with mode 0600. Implied when any value is a secret.
+    #[serde(default)]
+    pub secret: bool,
+}
+
+#[async_trait]
+impl StepKind for Template {
+    fn name(&self) -> &'static str {
+        "template"
+    }
+
+    fn inputs_schema(&self) -> Value {
+        schema_of::<TemplateInputs>()
+    }
+
+    fn declared_outputs(&self, _inputs: &Value, _specs: &BTreeMap<String, OutputSpec>) -> Vec<OutputDecl> {
+        ["path", "sha256"].iter().map(|n| OutputDecl { name: n.to_string(), secret: false }).collect()
+    }
+
+    fn idempotent(&self) -> bool {
+        true
+    }
+
+    async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
+        let inputs: TemplateInputs = parse_inputs(inputs)?;
+        let (source, source_name) = match (&inputs.template, &inputs.inline) {
+            (Some(name), None) => ctx.templates.load(name).ok_or_else(|| {
+                StepError::permanent(format!("template `{name}` not found"))
+                    .with_code("TemplateNotFound")
+                    .with_hint("templates are looked up beside the runbook and among the bundled ones")
+            })?,
+            (None, Some(text)) => (text.clone(), "inline template".to_string()),
+            _ => {
+                return Err(
+                    StepError::permanent("give exactly one of `template` and `inline`").with_code("InvalidInputs")
+                );
+            }
+        };
+        let format = inputs.format.unwrap_or_else(|| format_from_extension(&inputs.path));
+        let rendered = render(&source, &source_name, format, &Value::Object(inputs.values.clone()))?;
+
+        let path = ctx.resolve_path(&inputs.path);
+        let secret = inputs.secret || ctx.handles_secrets;
+        write_file(&path, rendered.as_bytes(), secret).map_err(|e| {
+            StepError::permanent(format!("cannot write `{}`: {e}", path.display())).with_code("WriteFailed")
+        })?;
+        let sha256 = hex::encode(Sha256::digest(rendered.as_bytes()));
+        let mut outputs = serde_json::Map::new();
+        outputs.insert("path".into(), json!(path.display().to_string()));
+        outputs.insert("sha256".into(), json!(sha256));
+        Ok(StepOutcome {
+            outputs,
+            evidence: json!({ "path": path.display().to_string(), "bytes": rendered.len(), "mode": if secret { "0600" } else { "0644" } }),
+        })
+    }
+}
+
+fn format_from_extension(path: &str) -> TargetFormat {
+    if path.ends_with(".json") {
+        TargetFormat::Json
+    } else if path.ends_with(".yaml") || path.ends_with(".yml") {
+        TargetFormat::Yaml
+    } else {
+        TargetFormat::Text
+    }
+}
+
+/// Renders strictly with escaping for the target. Public so the runner can check templates early.
+pub fn render(source: &str, source_name: &str, format: TargetFormat, data: &Value) -> Result<String, StepError> {
+    let mut registry = handlebars::Handlebars::new();
+    registry.set_strict_mode(true);
+    match format {
+        TargetFormat::Json | TargetFormat::Yaml => registry.register_escape_fn(escape_json_string),
+        TargetFormat::Text => registry.register_escape_fn(handlebars::no_escape),
+    }
+    let rendered = registry.render_template(source, data).map_err(|e| {
+        StepError::permanent(format!("rendering {source_name}: {e}"))
+            .with_code("TemplateRenderFailed")
+            .with_hint("every value the template names must be given in `values`")
+    })?;
+    if format == TargetFormat::Json {
+        serde_json::from_str::<Value>(&rendered).map_err(|e| {
+            StepError::permanent(format!("{source_name} did not render to valid JSON: {e}"))
+                .with_code("TemplateOutputInvalid")
+        })?;
+    }
+    Ok(rendered)
+}
+
+/// The inside of a JSON string literal; also a valid double-quoted YAML scalar body.
+fn escape_json_string(raw: &str) -> String {
+    let quoted = serde_json::to_string(raw).expect("strings serialize");
+    quoted[1..quoted.len() - 1].to_string()
+}
+
+/// Writes atomically (temp file + rename) so a kill never leaves a half-written file, and creates
+/// secret files 0600 from the start rather than tightening them afterwards.
+pub(crate) fn write_file(path: &std::path::Path, bytes: &[u8], secret: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(if secret { 0o600 } else { 0o644 })
+        .open(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_escaping_and_strictness() {
+        let data = json!({ "name": "a\"b\\c\n" , "html": "<&>" });
+        let out = render(r#"{"n": "{{name}}", "h": "{{html}}"}"#, "t", TargetFormat::Json, &data).unwrap();
+        let parsed: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(parsed["n"], "a\"b\\c\n");
+        assert_eq!(parsed["h"], "<&>");
+        let missing = render(r#"{"n": "{{nope}}"}"#, "t", TargetFormat::Json, &data).unwrap_err();
+        assert_eq!(missing.code.as_deref(), Some("TemplateRenderFailed"));
+    }
+
+    #[test]
+    fn injection_cannot_break_out_of_a_json_string() {
+        let data = json!({ "v": "\", \"admin\": true, \"x\": \"" });
+        let out = render(r#"{"v": "{{v}}"}"#, "t", TargetFormat::Json, &data).unwrap();
+        let parsed: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(parsed.as_object().unwrap().len(), 1);
+    }
+}
