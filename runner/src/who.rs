@@ -44,3 +44,15 @@ pub fn new_run_id() -> String {
 pub fn now() -> String {
     jiff::Timestamp::now().to_string()
 }
+
+/// The run lock's holder, named the same way as the journal's `who`.
+pub fn holder(run_id: &str, command: &str) -> runbook_journal::Holder {
+    runbook_journal::Holder {
+        pid: std::process::id(),
+        user: user(),
+        host: host(),
+        run_id: run_id.to_string(),
+        command: command.to_string(),
+        since: now(),
+    }
+}

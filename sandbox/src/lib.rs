@@ -1,1 +1,269 @@
-//! Local Azure for tests and rehearsals: in progress.
+//! A local Azure for rehearsals and tests: Azure Resource Manager, the Entra token
+//! endpoint, Microsoft Graph and Blob Storage, served over loopback HTTPS with the same
+//! wire protocol as the real services, so the product's real clients run against it
+//! unchanged.
+//!
+//! Each service listens on its own ephemeral port of 127.0.0.1 and answers a readiness
+//! `GET /.sandbox/ready` ([`READY_PATH`]). The sandbox is in-process: [`Sandbox::start`]
+//! spawns tokio tasks and [`Sandbox::shutdown`] stops them.
+
+mod arm;
+mod auth;
+mod blob;
+mod config;
+mod entra;
+mod faults;
+mod graph;
+mod graph_shapes;
+mod latency;
+mod request_log;
+mod sas;
+mod server;
+mod state;
+mod tls;
+mod wire;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use config::{DEFAULT_SUBSCRIPTION_ID, DEFAULT_TENANT_ID, SandboxConfig};
+pub use faults::{Fault, FaultModel};
+pub use latency::{LatencyModel, Operation};
+pub use request_log::{LoggedRequest, Service};
+pub use server::READY_PATH;
+
+use faults::FaultInjector;
+use state::{Client, State};
+use wire::Req;
+
+/// The service principal that exists from the start (a "logged-in" automation identity).
+pub const SANDBOX_CLIENT_ID: &str = "5a4db0c5-0000-4000-8000-000000000001";
+/// Its client secret. Not a secret: the sandbox is local and throwaway.
+pub const SANDBOX_CLIENT_SECRET: &str = "sandbox-client-secret";
+/// Its object (principal) id, for role assignments.
+pub const SANDBOX_CLIENT_OBJECT_ID: &str = "5a4db0c5-0000-4000-8000-0000000000aa";
+
+/// Why the sandbox could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("failed to generate the sandbox certificate authority: {0}")]
+    Certificate(String),
+    #[error("failed to configure TLS: {0}")]
+    Tls(String),
+    #[error("failed to bind a loopback port: {0}")]
+    Bind(#[from] std::io::Error),
+}
+
+/// Base URLs of the running services (no trailing slash).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Endpoints {
+    pub arm: String,
+    pub entra: String,
+    pub graph: String,
+    pub blob: String,
+}
+
+/// What every request handler can reach.
+pub(crate) struct Shared {
+    pub config: SandboxConfig,
+    pub state: Mutex<State>,
+    pub faults: Mutex<FaultInjector>,
+    pub log: Mutex<Vec<LoggedRequest>>,
+    pub endpoints: Endpoints,
+    /// Signs and checks access tokens.
+    pub token_key: [u8; 32],
+}
+
+impl Shared {
+    pub(crate) fn log(&self, entry: LoggedRequest) {
+        self.log.lock().expect("log lock").push(entry);
+    }
+
+    /// Locks the state after finishing any resource group deletions that are due.
+    pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        let mut state = self.state.lock().expect("state lock");
+        state.reap(Instant::now());
+        state
+    }
+
+    pub(crate) async fn sleep(&self, op: Operation) {
+        let d = self.config.latency.delay(op);
+        if !d.is_zero() {
+            tokio::time::sleep(d).await;
+        }
+    }
+
+    pub(crate) fn scaled(&self, op: Operation) -> Duration {
+        self.config.latency.delay(op)
+    }
+
+    fn token_claims(&self, req: &Req) -> Option<auth::Claims> {
+        let token = auth::bearer(req.header("authorization"))?;
+        auth::verify(&self.token_key, token, jiff::Timestamp::now().as_second()).ok()
+    }
+
+    pub(crate) fn caller_client_id(&self, req: &Req) -> Option<String> {
+        self.token_claims(req).map(|c| c.appid)
+    }
+
+    pub(crate) fn caller_object_id(&self, req: &Req) -> Option<String> {
+        self.token_claims(req).map(|c| c.oid)
+    }
+
+    pub(crate) fn is_forbidden(&self, client_id: &str) -> bool {
+        self.config.forbidden_principals.iter().any(|p| p.eq_ignore_ascii_case(client_id))
+    }
+}
+
+/// A running sandbox.
+pub struct Sandbox {
+    shared: Arc<Shared>,
+    ca_pem: String,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Sandbox {
+    /// Generates a CA, binds 127.0.0.1 on four ephemeral ports (ARM, Entra, Graph, Blob)
+    /// and serves them on tokio tasks of the current runtime.
+    pub async fn start(config: SandboxConfig) -> Result<Sandbox, Error> {
+        let tls = tls::generate()?;
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config.clone());
+        let services = [Service::Arm, Service::Entra, Service::Graph, Service::Blob];
+        let mut listeners = Vec::new();
+        for service in services {
+            let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+            let port = listener.local_addr()?.port();
+            listeners.push((service, listener, format!("https://127.0.0.1:{port}")));
+        }
+        let url =
+            |s: Service| listeners.iter().find(|(svc, _, _)| *svc == s).map(|(_, _, u)| u.clone()).unwrap_or_default();
+        let endpoints = Endpoints {
+            arm: url(Service::Arm),
+            entra: url(Service::Entra),
+            graph: url(Service::Graph),
+            blob: url(Service::Blob),
+        };
+
+        let mut state = State::default();
+        state.clients.insert(
+            SANDBOX_CLIENT_ID.to_string(),
+            Client {
+                secret: SANDBOX_CLIENT_SECRET.to_string(),
+                object_id: SANDBOX_CLIENT_OBJECT_ID.to_string(),
+                // Long-standing principal: never inside a replication window.
+                created: Instant::now().checked_sub(Duration::from_secs(86_400)).unwrap_or_else(Instant::now),
+            },
+        );
+        let token_key: [u8; 32] = rand::random();
+        let shared = Arc::new(Shared {
+            faults: Mutex::new(FaultInjector::new(config.faults.clone())),
+            config,
+            state: Mutex::new(state),
+            log: Mutex::new(Vec::new()),
+            endpoints,
+            token_key,
+        });
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let tasks = listeners
+            .into_iter()
+            .map(|(service, listener, _)| {
+                tokio::spawn(server::serve(listener, acceptor.clone(), service, shared.clone(), shutdown_rx.clone()))
+            })
+            .collect();
+        Ok(Sandbox { shared, ca_pem: tls.ca_pem, shutdown, tasks })
+    }
+
+    /// Azure Resource Manager, e.g. `https://127.0.0.1:PORT/` (paths `/subscriptions/...`).
+    pub fn arm_endpoint(&self) -> String {
+        format!("{}/", self.shared.endpoints.arm)
+    }
+
+    /// The Entra authority host: `POST {authority_host}{tenant}/oauth2/v2.0/token`.
+    pub fn authority_host(&self) -> String {
+        format!("{}/", self.shared.endpoints.entra)
+    }
+
+    /// Microsoft Graph: `{graph_endpoint}v1.0/applications`.
+    pub fn graph_endpoint(&self) -> String {
+        format!("{}/", self.shared.endpoints.graph)
+    }
+
+    /// A storage account's Blob endpoint, path-style like Azurite:
+    /// `https://127.0.0.1:PORT/{account}/`. Storage accounts report this as
+    /// `properties.primaryEndpoints.blob`.
+    pub fn blob_endpoint(&self, account: &str) -> String {
+        format!("{}/{}/", self.shared.endpoints.blob, account)
+    }
+
+    /// The PEM of the CA generated at start; clients must trust it explicitly.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    pub fn tenant_id(&self) -> &str {
+        &self.shared.config.tenant_id
+    }
+
+    pub fn subscription_id(&self) -> &str {
+        &self.shared.config.subscription_id
+    }
+
+    /// Registers a service principal the token endpoint accepts (client credentials).
+    pub fn register_client(&self, client_id: &str, secret: &str) {
+        let mut state = self.shared.state();
+        let object_id = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, client_id.as_bytes());
+        state.clients.insert(
+            client_id.to_string(),
+            Client {
+                secret: secret.to_string(),
+                object_id: object_id.to_string(),
+                created: Instant::now().checked_sub(Duration::from_secs(86_400)).unwrap_or_else(Instant::now),
+            },
+        );
+    }
+
+    /// The object id the sandbox gives a registered client (UUIDv5 of its client id).
+    pub fn client_object_id(&self, client_id: &str) -> Option<String> {
+        self.shared.state().clients.get(client_id).map(|c| c.object_id.clone())
+    }
+
+    /// Every request answered so far, oldest first.
+    pub fn request_log(&self) -> Vec<LoggedRequest> {
+        self.shared.log.lock().expect("log lock").clone()
+    }
+
+    /// ARM ids present now, sorted.
+    pub fn resource_ids(&self) -> Vec<String> {
+        self.shared.state().resource_ids()
+    }
+
+    /// The content of a blob, if it exists.
+    pub fn blob_contents(&self, account: &str, container: &str, blob: &str) -> Option<Vec<u8>> {
+        let state = self.shared.state();
+        state
+            .containers
+            .get(&(account.to_ascii_lowercase(), container.to_string()))
+            .and_then(|c| c.blobs.get(blob))
+            .map(|b| b.content.to_vec())
+    }
+
+    /// Serves until Ctrl-C, then shuts down.
+    pub async fn run_until_ctrl_c(self) -> std::io::Result<()> {
+        let result = tokio::signal::ctrl_c().await;
+        self.shutdown().await;
+        result
+    }
+
+    /// Stops accepting, closes open connections and waits for the listeners to end.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}

@@ -1,1 +1,11 @@
+//! End-to-end tests: they drive the real `runbook` binary against temporary journals.
 
+mod approval;
+mod audit_verify;
+mod concurrency;
+mod interrupt;
+mod invalid_inputs;
+mod resume;
+mod schema;
+mod secrets;
+mod support;

@@ -1,6 +1,6 @@
 //! A persona signs off a manual gate; the next `resume` passes it.
 
-use runbook_journal::{Holder, NewEvent};
+use runbook_journal::NewEvent;
 use serde_json::json;
 
 use crate::cli::Env;
@@ -10,7 +10,7 @@ use crate::cli::inspect::{pick_run, step_states};
 pub fn approve(env: &Env, run: &str, gate: &str, comment: Option<String>) -> CliResult {
     let journal = env.require_journal()?;
     let record = pick_run(&journal, Some(run))?;
-    let _lock = journal.lock(&Holder::for_current_process(&record.id, &format!("approve {gate}")))?;
+    let _lock = journal.lock(&crate::who::holder(&record.id, &format!("approve {gate}")))?;
     let (states, _) = step_states(&journal, &record.id)?;
     match states.get(gate).and_then(|s| s["state"].as_str()) {
         Some("awaiting_approval") => {}

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use runbook_journal::{Holder, Journal, NewEvent, NewRun};
+use runbook_journal::{Journal, NewEvent, NewRun};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -187,7 +187,8 @@ fn predict(
             };
             let decision = match scope.resolve(&Value::Object(def.spec.inputs.clone())) {
                 Err(why) => ("run", format!("inputs known only at run time ({why})")),
-                Ok(resolved) => {
+                Ok(mut resolved) => {
+                    crate::model::schema::coerce_scalars(&mut resolved.value, &def.inputs_schema, &def.inputs_schema);
                     let outputs_spec = serde_json::to_value(&def.spec.outputs).expect("serializes");
                     let journal = journal.expect("checked above");
                     let (digest, per_input) = engine::digests(
@@ -297,7 +298,7 @@ pub async fn run(
         .map_err(|e| CliError::user(format!("cannot create workdir `{}`: {e}", work_dir.display())))?;
 
     let journal = env.open_journal()?;
-    let _lock = journal.lock(&Holder::for_current_process(&run_id, &format!("run {}", prepared.runbook.name())))?;
+    let _lock = journal.lock(&who::holder(&run_id, &format!("run {}", prepared.runbook.name())))?;
     let prior = plan::load_prior(&journal, prepared.runbook.name(), Some(&run_id), fresh)?;
     check_interrupted(&prepared, &prior, rerun)?;
     let writer = journal.writer()?;
@@ -342,8 +343,7 @@ pub async fn resume(env: &Env, run: Option<&str>, raw_vars: &[String], rerun: &R
     let fresh = record.vars["fresh"].as_bool().unwrap_or(false);
     let prepared = prepare(runbook, &inputs, Some(&journal), &record.id, &work_dir)?;
 
-    let _lock =
-        journal.lock(&Holder::for_current_process(&record.id, &format!("resume {}", prepared.runbook.name())))?;
+    let _lock = journal.lock(&who::holder(&record.id, &format!("resume {}", prepared.runbook.name())))?;
     let prior = plan::load_prior(&journal, prepared.runbook.name(), Some(&record.id), fresh)?;
     check_interrupted(&prepared, &prior, rerun)?;
     let approvals = engine::approvals_from(&journal.events_for_run(&record.id)?);

@@ -150,6 +150,7 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                             "kind": job.def.spec.kind,
                             "status": status_name(status),
                             "digest": job.digest,
+                            "input_digests": job.input_digests,
                             "error": error,
                             "will_retry": will_retry,
                             "retry_in_ms": delay.filter(|_| will_retry).map(millis),

@@ -75,30 +75,40 @@ fn run_reason(
     }
     if let Some(interrupted) = ctx.prior.interrupted.get(instance) {
         return Some(format!(
-            "attempt {} in run {} was interrupted before it finished",
-            interrupted.attempt, interrupted.run_id
+            "attempt {} in run {} was interrupted before it finished{}",
+            interrupted.attempt,
+            interrupted.run_id,
+            changed_inputs(&interrupted.input_digests, input_digests)
         ));
     }
     if let Some(failed) = ctx.prior.failed.get(instance) {
-        return Some(format!("attempt {} in run {} failed: {}", failed.attempt, failed.run_id, failed.message));
+        return Some(format!(
+            "attempt {} in run {} failed: {}{}",
+            failed.attempt,
+            failed.run_id,
+            failed.message,
+            changed_inputs(&failed.input_digests, input_digests)
+        ));
     }
     match ctx.prior.done.get(instance) {
         None => Some("it has not run before".into()),
         Some(done) if done.digest == digest => None,
-        Some(done) => {
-            let mut changed: Vec<&str> = input_digests
-                .iter()
-                .filter(|(k, v)| done.input_digests.get(*k) != Some(*v))
-                .map(|(k, _)| k.as_str())
-                .collect();
-            changed.extend(done.input_digests.keys().filter(|k| !input_digests.contains_key(*k)).map(String::as_str));
-            if changed.is_empty() {
-                Some(format!("its definition changed since run {}", done.run_id))
-            } else {
-                Some(format!("inputs changed since run {}: {}", done.run_id, changed.join(", ")))
-            }
-        }
+        Some(done) => Some(match changed_inputs(&done.input_digests, input_digests) {
+            changed if changed.is_empty() => format!("its definition changed since run {}", done.run_id),
+            changed => format!("since run {}{changed}", done.run_id),
+        }),
     }
+}
+
+/// "; inputs changed: argv, env" — or nothing when no input changed.
+fn changed_inputs(before: &Map<String, Value>, now: &Map<String, Value>) -> String {
+    if before.is_empty() {
+        return String::new();
+    }
+    let mut changed: Vec<&str> =
+        now.iter().filter(|(k, v)| before.get(*k) != Some(*v)).map(|(k, _)| k.as_str()).collect();
+    changed.extend(before.keys().filter(|k| !now.contains_key(*k)).map(String::as_str));
+    if changed.is_empty() { String::new() } else { format!("; inputs changed: {}", changed.join(", ")) }
 }
 
 /// Keyed digests of the resolved inputs: the whole (decides reuse) and per top-level input
@@ -218,7 +228,10 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                 work_dir: &ctx.work_dir,
             };
             let resolved = match scope.resolve(&Value::Object(def.spec.inputs.clone())) {
-                Ok(r) => r,
+                Ok(mut r) => {
+                    crate::model::schema::coerce_scalars(&mut r.value, &def.inputs_schema, &def.inputs_schema);
+                    r
+                }
                 Err(why) => {
                     fail_unrunnable(
                         &ctx,
@@ -252,32 +265,28 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                     }
                 }
                 counts.reused += 1;
-                if done.run_id != ctx.run_id {
-                    let journaled = ctx
-                        .prior
-                        .done
-                        .get(&instance.id)
-                        .map(|d| reseal(&ctx.journal, def, &d.outputs, &redactor))
-                        .unwrap_or_default();
-                    pending_skips.push(NewEvent {
-                        run_id: ctx.run_id.clone(),
-                        kind: "step_skipped".into(),
-                        step: Some(instance.id.clone()),
-                        attempt: None,
-                        data: json!({
-                            "kind": def.spec.kind,
-                            "reason": format!("done in run {} with the same inputs", done.run_id),
-                            "from_run": done.run_id,
-                            "digest": digest,
-                            "input_digests": input_digests,
-                            "outputs": journaled,
-                        }),
-                    });
-                    let _ = ctx.events.send(EngineEvent::StepSkipped {
-                        step: instance.id.clone(),
-                        reason: format!("done in run {} with the same inputs", done.run_id),
-                    });
-                }
+                // Journaled even when done earlier in this same run, so the journal says why
+                // every step of every invocation ran or did not.
+                let reason = if done.run_id == ctx.run_id {
+                    "done earlier in this run with the same inputs".to_string()
+                } else {
+                    format!("done in run {} with the same inputs", done.run_id)
+                };
+                pending_skips.push(NewEvent {
+                    run_id: ctx.run_id.clone(),
+                    kind: "step_skipped".into(),
+                    step: Some(instance.id.clone()),
+                    attempt: None,
+                    data: json!({
+                        "kind": def.spec.kind,
+                        "reason": reason,
+                        "from_run": done.run_id,
+                        "digest": digest,
+                        "input_digests": input_digests,
+                        "outputs": reseal(&ctx.journal, def, &done.outputs, &redactor),
+                    }),
+                });
+                let _ = ctx.events.send(EngineEvent::StepSkipped { step: instance.id.clone(), reason });
                 complete(i, &mut state, &mut waiting_deps, &mut ready);
                 continue;
             };

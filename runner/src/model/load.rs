@@ -69,6 +69,8 @@ pub struct StepDef {
     pub spec: StepSpec,
     pub index: usize,
     pub kind: Arc<dyn StepKind>,
+    /// The kind's inputs schema, generated once.
+    pub inputs_schema: Arc<serde_json::Value>,
     pub when: Option<Condition>,
     pub for_each: Option<ForEach>,
     pub serialize: Option<Interpolation>,
@@ -134,13 +136,26 @@ pub fn load(origin: Origin, text: String, registry: &Registry) -> Result<Runbook
         Origin::File(path) => path.clone(),
     };
     let doc = parse_toml(SourceFile::new(file_name, text))?;
-    let problems = schema::check(&doc, &schema::file_schema(registry), &doc.value, "");
-    if !problems.is_empty() {
-        return Err(problems);
+    let (mut problems, unknown) = schema::check_with_unknown(&doc, &schema::file_schema(registry), &doc.value, "");
+    // Unknown keys do not stop the meaning checks: drop them and report everything together.
+    let mut value = doc.value.clone();
+    for pointer in &unknown {
+        remove_pointer(&mut value, pointer);
     }
-    let file: RunbookFile = serde_json::from_value(doc.value.clone())
-        .map_err(|e| vec![doc.problem("", format!("cannot read runbook: {e}"))])?;
-    let steps = validate::validate(&doc, &file, registry)?;
+    let file: RunbookFile = match serde_json::from_value(value) {
+        Ok(file) => file,
+        Err(_) if !problems.is_empty() => return Err(problems),
+        Err(e) => return Err(vec![doc.problem("", format!("cannot read runbook: {e}"))]),
+    };
+    let steps = match validate::validate(&doc, &file, registry) {
+        Ok(steps) if problems.is_empty() => steps,
+        Ok(_) => return Err(problems),
+        Err(more) => {
+            problems.extend(more);
+            problems.sort_by_key(|p| (p.line, p.column));
+            return Err(problems);
+        }
+    };
     Ok(Runbook { file, doc, origin, digest, steps })
 }
 
@@ -148,4 +163,12 @@ pub fn load_path(path: &std::path::Path, registry: &Registry) -> Result<Runbook,
     let text = std::fs::read_to_string(path)
         .map_err(|e| vec![Problem::without_file(path.display().to_string(), format!("cannot read runbook: {e}"))])?;
     load(Origin::File(path.to_path_buf()), text, registry)
+}
+
+fn remove_pointer(value: &mut serde_json::Value, pointer: &str) {
+    let Some((parent, key)) = pointer.rsplit_once('/') else { return };
+    let key = key.replace("~1", "/").replace("~0", "~");
+    if let Some(serde_json::Value::Object(map)) = value.pointer_mut(parent) {
+        map.remove(&key);
+    }
 }

@@ -46,61 +46,157 @@ pub fn editor_schema(registry: &Registry) -> Value {
 /// Checks `instance` against `schema`; each violation becomes a problem pinned to its place in
 /// the document. `base` is the pointer of `instance` within the document.
 pub fn check(doc: &Document, schema: &Value, instance: &Value, base: &str) -> Vec<Problem> {
+    check_with_unknown(doc, schema, instance, base).0
+}
+
+/// Like [`check`], also returning the pointers of unknown keys, so validation can drop them and
+/// go on to find the remaining problems in the same pass.
+pub fn check_with_unknown(doc: &Document, schema: &Value, instance: &Value, base: &str) -> (Vec<Problem>, Vec<String>) {
     let validator = match jsonschema::validator_for(schema) {
         Ok(v) => v,
-        Err(e) => return vec![doc.problem(base, format!("internal: invalid schema: {e}"))],
+        Err(e) => return (vec![doc.problem(base, format!("internal: invalid schema: {e}"))], Vec::new()),
     };
     let mut problems = Vec::new();
+    let mut unknown = Vec::new();
     for error in validator.iter_errors(instance) {
-        let pointer = format!("{base}{}", error.instance_path().as_str());
-        match error.kind() {
-            jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
-                let local = error.instance_path().as_str().to_string();
-                let known = known_keys(schema, &local);
-                for key in unexpected {
-                    let at = format!("{pointer}/{}", crate::model::source::escape_pointer(key));
-                    let hint = did_you_mean(key, known.iter().map(String::as_str))
-                        .unwrap_or_else(|| format!("allowed here: {}", known.join(", ")));
-                    problems.push(doc.key_problem(&at, format!("unknown key `{key}`")).with_hint(hint));
-                }
+        report(doc, schema, base, &error, &mut problems, &mut unknown);
+    }
+    (problems, unknown)
+}
+
+/// Turns one schema violation into problems. For an optional table (`anyOf [T, null]`) the
+/// violations inside T are reported, not the unhelpful "not valid under any of the schemas".
+fn report(
+    doc: &Document,
+    schema: &Value,
+    base: &str,
+    error: &jsonschema::ValidationError<'_>,
+    problems: &mut Vec<Problem>,
+    unknown: &mut Vec<String>,
+) {
+    let pointer = format!("{base}{}", error.instance_path().as_str());
+    match error.kind() {
+        jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
+            let local = error.instance_path().as_str().to_string();
+            let known = known_keys(schema, &local);
+            for key in unexpected {
+                let at = format!("{pointer}/{}", crate::model::source::escape_pointer(key));
+                let hint = did_you_mean(key, known.iter().map(String::as_str))
+                    .unwrap_or_else(|| format!("allowed here: {}", known.join(", ")));
+                problems.push(doc.key_problem(&at, format!("unknown key `{key}`")).with_hint(hint));
+                unknown.push(at);
             }
-            jsonschema::error::ValidationErrorKind::Enum { options } => {
-                let found = error.instance().to_string();
-                let names: Vec<String> = options
-                    .as_array()
-                    .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-                    .unwrap_or_default();
+        }
+        jsonschema::error::ValidationErrorKind::Enum { options } => {
+            let found = error.instance().to_string();
+            let names: Vec<String> = options
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .unwrap_or_default();
+            let hint = did_you_mean(found.trim_matches('"'), names.iter().map(String::as_str))
+                .unwrap_or_else(|| format!("one of: {}", names.join(", ")));
+            problems.push(doc.problem(&pointer, format!("{found} is not allowed here")).with_hint(hint));
+        }
+        jsonschema::error::ValidationErrorKind::Required { property } => {
+            problems.push(
+                doc.problem(&pointer, format!("missing required key {property}"))
+                    .with_hint(format!("add {property} to this table")),
+            );
+        }
+        jsonschema::error::ValidationErrorKind::Type { .. } => {
+            let expected = schema_at(schema, error.instance_path().as_str())
+                .and_then(|s| s.get("type").cloned())
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "another type".into());
+            problems.push(
+                doc.problem(
+                    &pointer,
+                    format!(
+                        "type mismatch: {} is not {}",
+                        describe(error.instance().as_ref()),
+                        expected.trim_matches('"')
+                    ),
+                )
+                .with_hint("check the value's type (quoted string, integer, true/false, [list] or {table})"),
+            );
+        }
+        jsonschema::error::ValidationErrorKind::AnyOf { context } if !context.is_empty() => {
+            let is_null_branch = |branch: &Vec<jsonschema::ValidationError<'static>>| {
+                branch.iter().all(|e| matches!(e.kind(), jsonschema::error::ValidationErrorKind::Type { kind } if format!("{kind:?}").contains("Null")))
+            };
+            match context.iter().find(|branch| !branch.is_empty() && !is_null_branch(branch)) {
+                Some(branch) => {
+                    for inner in branch {
+                        report(doc, schema, base, inner, problems, unknown);
+                    }
+                }
+                None => problems.push(doc.problem(&pointer, error.to_string())),
+            }
+        }
+        jsonschema::error::ValidationErrorKind::OneOfNotValid { .. } => {
+            // A choice among constants (an enum with documented variants): name the choices.
+            let names: Vec<String> = schema_at(schema, error.instance_path().as_str())
+                .and_then(|s| s.get("oneOf"))
+                .and_then(Value::as_array)
+                .map(|branches| {
+                    branches
+                        .iter()
+                        .flat_map(|b| match (b.get("const"), b.get("enum")) {
+                            (Some(c), _) => vec![c.clone()],
+                            (None, Some(Value::Array(e))) => e.clone(),
+                            _ => vec![],
+                        })
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let found = error.instance().to_string();
+            if names.is_empty() {
+                problems.push(doc.problem(&pointer, error.to_string()));
+            } else {
                 let hint = did_you_mean(found.trim_matches('"'), names.iter().map(String::as_str))
                     .unwrap_or_else(|| format!("one of: {}", names.join(", ")));
                 problems.push(doc.problem(&pointer, format!("{found} is not allowed here")).with_hint(hint));
             }
-            jsonschema::error::ValidationErrorKind::Required { property } => {
-                problems.push(
-                    doc.problem(&pointer, format!("missing required key {property}"))
-                        .with_hint(format!("add {property} to this table")),
-                );
-            }
-            jsonschema::error::ValidationErrorKind::Type { .. } => {
-                let expected = schema_at(schema, error.instance_path().as_str())
-                    .and_then(|s| s.get("type").cloned())
-                    .map(|t| t.to_string())
-                    .unwrap_or_else(|| "another type".into());
-                problems.push(
-                    doc.problem(
-                        &pointer,
-                        format!(
-                            "type mismatch: {} is not {}",
-                            describe(error.instance().as_ref()),
-                            expected.trim_matches('"')
-                        ),
-                    )
-                    .with_hint("check the value's type (quoted string, integer, true/false, [list] or {table})"),
-                );
-            }
-            _ => problems.push(doc.problem(&pointer, error.to_string())),
         }
+        _ => problems.push(doc.problem(&pointer, error.to_string())),
     }
-    problems
+}
+
+/// Numbers and booleans where the schema wants a string become strings: `${vars.count}` in an
+/// argv is meant as text. Lists and tables are never converted.
+pub fn coerce_scalars(value: &mut Value, root: &Value, schema: &Value) {
+    let Some(schema) = resolve(root, schema) else { return };
+    let wants_string = match schema.get("type") {
+        Some(Value::String(t)) => t == "string",
+        Some(Value::Array(types)) => {
+            types.iter().any(|t| t == "string")
+                && !types.iter().any(|t| t == "number" || t == "integer" || t == "boolean")
+        }
+        _ => false,
+    };
+    match value {
+        Value::Number(_) | Value::Bool(_) if wants_string => *value = Value::String(value.to_string()),
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items {
+                    coerce_scalars(item, root, item_schema);
+                }
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                let child = schema
+                    .get("properties")
+                    .and_then(|p| p.get(key))
+                    .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()));
+                if let Some(child) = child {
+                    coerce_scalars(item, root, child);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 fn describe(value: &Value) -> String {
@@ -143,7 +239,8 @@ fn resolve<'a>(root: &'a Value, mut schema: &'a Value) -> Option<&'a Value> {
     for _ in 0..16 {
         if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
             schema = root.pointer(reference.strip_prefix('#')?)?;
-        } else if let Some(branches) = schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Value::as_array) {
+        } else if let Some(branches) = schema.get("anyOf").and_then(Value::as_array) {
+            // schemars writes Option<T> as anyOf [T, null]: T is what applies.
             schema = branches.iter().find(|b| b.get("type") != Some(&json!("null")))?;
         } else {
             return Some(schema);

@@ -40,9 +40,13 @@ pub fn validate(doc: &Document, file: &RunbookFile, registry: &Registry) -> Resu
         }
     }
 
+    // An unknown kind was reported by the schema check; without the kind nothing more can be said.
+    if file.steps.iter().any(|s| registry.get(&s.kind).is_none()) {
+        return Err(problems);
+    }
     let mut defs: Vec<StepDef> = Vec::new();
     for (index, spec) in file.steps.iter().enumerate() {
-        let kind = registry.get(&spec.kind).expect("schema limits kinds to registered ones").clone();
+        let kind = registry.get(&spec.kind).expect("checked above").clone();
         let pointer = format!("/steps/{index}");
         if !spec.outputs.is_empty() && !kind.accepts_output_specs() {
             problems.push(
@@ -55,7 +59,9 @@ pub fn validate(doc: &Document, file: &RunbookFile, registry: &Registry) -> Resu
         }
         let outputs = kind.declared_outputs(&Value::Object(spec.inputs.clone()), &spec.outputs);
         let idempotent = spec.idempotent.unwrap_or(kind.idempotent());
+        let inputs_schema = std::sync::Arc::new(kind.inputs_schema());
         defs.push(StepDef {
+            inputs_schema,
             spec: spec.clone(),
             index,
             kind,
@@ -234,7 +240,7 @@ fn check_step(doc: &Document, def: &StepDef, checker: &RefChecker<'_>, problems:
 
     // Inputs: every string may hold references. Build a copy where whole references are replaced
     // by a value of their type, and check it against the kind's schema: type mismatches surface here.
-    let inputs_schema = def.kind.inputs_schema();
+    let inputs_schema = def.inputs_schema.clone();
     let mut typed = Value::Object(def.spec.inputs.clone());
     let mut strings = Vec::new();
     collect_strings(&typed, &format!("{pointer}/inputs"), &mut strings);
@@ -251,6 +257,7 @@ fn check_step(doc: &Document, def: &StepDef, checker: &RefChecker<'_>, problems:
             }
         }
     }
+    schema::coerce_scalars(&mut typed, &inputs_schema, &inputs_schema);
     problems.extend(schema::check(doc, &inputs_schema, &typed, &format!("{pointer}/inputs")));
 
     if let Some(for_each) = &def.spec.for_each {

@@ -23,6 +23,8 @@ pub struct Attempt {
     pub run_id: String,
     pub attempt: u32,
     pub message: String,
+    /// Per-input digests of the attempt, to say which inputs changed since.
+    pub input_digests: Map<String, Value>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -65,7 +67,12 @@ pub fn load_prior(
             "step_started" => {
                 pending.insert(
                     (event.run_id.clone(), instance.clone(), attempt),
-                    Attempt { run_id: event.run_id.clone(), attempt, message: String::new() },
+                    Attempt {
+                        run_id: event.run_id.clone(),
+                        attempt,
+                        message: String::new(),
+                        input_digests: digests_of(&event.data),
+                    },
                 );
                 prior.interrupted.remove(&instance);
             }
@@ -77,7 +84,10 @@ pub fn load_prior(
                 } else {
                     let message = event.data["error"]["message"].as_str().unwrap_or("failed").to_string();
                     prior.done.remove(&instance);
-                    prior.failed.insert(instance, Attempt { run_id: event.run_id.clone(), attempt, message });
+                    let input_digests = digests_of(&event.data);
+                    prior
+                        .failed
+                        .insert(instance, Attempt { run_id: event.run_id.clone(), attempt, message, input_digests });
                 }
             }
             "step_skipped" if event.data.get("digest").is_some() => {
@@ -99,6 +109,10 @@ pub fn load_prior(
         }
     }
     Ok(prior)
+}
+
+fn digests_of(data: &Value) -> Map<String, Value> {
+    data.get("input_digests").and_then(Value::as_object).cloned().unwrap_or_default()
 }
 
 fn done_from(run_id: &str, journal: &Journal, data: &Value) -> Done {

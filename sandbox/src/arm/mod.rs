@@ -1,0 +1,356 @@
+//! Azure Resource Manager: authentication, api-version checks, routing to the resource
+//! providers the sandbox models.
+
+mod api_versions;
+mod dns;
+pub(crate) mod errors;
+mod identities;
+mod lro;
+mod network;
+mod providers;
+mod resource_groups;
+mod roles;
+pub(crate) mod storage;
+
+use std::sync::Arc;
+
+use http::{Method, StatusCode};
+use serde_json::json;
+
+use crate::Shared;
+use crate::auth::{self, ARM_AUDIENCES, TokenError};
+use crate::state::Resource;
+use crate::wire::{Reply, Req};
+use api_versions::Family;
+use errors::arm_error;
+
+/// What a resource provider handler needs about the request.
+pub(crate) struct Ctx<'a> {
+    pub shared: &'a Arc<Shared>,
+    pub req: &'a Req,
+    pub sub: String,
+    pub api_version: String,
+}
+
+impl Ctx<'_> {
+    /// An absolute ARM URL for `path` (starting with `/`) on this sandbox, with the
+    /// request's api-version, for Location / Azure-AsyncOperation headers.
+    pub(crate) fn url(&self, path: &str) -> String {
+        let sep = if path.contains('?') { '&' } else { '?' };
+        format!("{}{}{}api-version={}", self.shared.endpoints.arm, path, sep, self.api_version)
+    }
+
+    pub(crate) fn tenant(&self) -> &str {
+        &self.shared.config.tenant_id
+    }
+
+    pub(crate) fn body(&self) -> Result<serde_json::Value, Reply> {
+        self.req.json().map_err(|e| errors::invalid_content(&e))
+    }
+}
+
+/// A 401 with the WWW-Authenticate challenge ARM sends.
+fn unauthorized(shared: &Shared, code: &str, message: &str, description: &str) -> Reply {
+    arm_error(StatusCode::UNAUTHORIZED, code, message).with_header(
+        "www-authenticate",
+        format!(
+            "Bearer authorization_uri=\"https://login.microsoftonline.com/{}\", error=\"invalid_token\", error_description=\"{description}\"",
+            shared.config.tenant_id
+        ),
+    )
+}
+
+fn authenticate(shared: &Shared, req: &Req) -> Result<auth::Claims, Reply> {
+    let Some(header) = req.header("authorization") else {
+        return Err(unauthorized(
+            shared,
+            "AuthenticationFailed",
+            "Authentication failed. The 'Authorization' header is missing.",
+            "The authentication failed because of missing 'Authorization' header.",
+        ));
+    };
+    let Some(token) = auth::bearer(Some(header)) else {
+        return Err(unauthorized(
+            shared,
+            "AuthenticationFailedInvalidHeader",
+            "Authentication failed. The 'Authorization' header is provided in an invalid format.",
+            "The authentication scheme is not supported.",
+        ));
+    };
+    let now = jiff::Timestamp::now();
+    let claims = match auth::verify(&shared.token_key, token, now.as_second()) {
+        Ok(claims) => claims,
+        Err(TokenError::Expired { exp }) => {
+            let exp = jiff::Timestamp::from_second(exp).unwrap_or(now);
+            return Err(unauthorized(
+                shared,
+                "ExpiredAuthenticationToken",
+                &format!(
+                    "The access token expiry UTC time '{}' is earlier than current UTC time '{}'.",
+                    exp.strftime("%-m/%-d/%Y %-I:%M:%S %p"),
+                    now.strftime("%-m/%-d/%Y %-I:%M:%S %p")
+                ),
+                "The access token has expired.",
+            ));
+        }
+        Err(_) => {
+            return Err(unauthorized(
+                shared,
+                "InvalidAuthenticationToken",
+                "The access token is invalid.",
+                "The access token is invalid.",
+            ));
+        }
+    };
+    if !ARM_AUDIENCES.contains(&claims.aud.as_str()) {
+        return Err(unauthorized(
+            shared,
+            "InvalidAuthenticationTokenAudience",
+            &format!(
+                "The access token has been obtained for wrong audience or resource '{}'. It should exactly match with one of the allowed audiences 'https://management.core.windows.net/','https://management.core.windows.net','https://management.azure.com/','https://management.azure.com'.",
+                claims.aud
+            ),
+            "The access token has been obtained for wrong audience or resource.",
+        ));
+    }
+    if claims.tid != shared.config.tenant_id {
+        return Err(unauthorized(
+            shared,
+            "InvalidAuthenticationTokenTenant",
+            &format!(
+                "The access token is from the wrong issuer '{}'. It must match the tenant 'https://sts.windows.net/{}/' associated with this subscription.",
+                claims.iss, shared.config.tenant_id
+            ),
+            "The access token is from the wrong issuer.",
+        ));
+    }
+    Ok(claims)
+}
+
+fn eq(a: &str, b: &str) -> bool {
+    a.eq_ignore_ascii_case(b)
+}
+
+/// The api-version family and the resource type (for error messages) of a path.
+fn family_of(segs: &[String]) -> (Family, String) {
+    if let Some(i) = segs.iter().rposition(|s| eq(s, "providers")) {
+        let ns = segs.get(i + 1).map(String::as_str).unwrap_or_default();
+        let ty = segs.get(i + 2).map(String::as_str).unwrap_or_default();
+        // GET /subscriptions/{sub}/providers/{ns} and POST .../register belong to
+        // Microsoft.Resources whatever the namespace.
+        let provider_endpoint = i == 2 && (segs.len() == 4 || (segs.len() == 5 && eq(ty, "register")));
+        let family = if provider_endpoint {
+            Family::Resources
+        } else if eq(ns, "Microsoft.Authorization") {
+            Family::Authorization
+        } else if eq(ns, "Microsoft.ManagedIdentity") {
+            if segs.first().is_some_and(|s| eq(s, "providers")) { Family::Any } else { Family::ManagedIdentity }
+        } else if eq(ns, "Microsoft.Storage") {
+            Family::Storage
+        } else if eq(ns, "Microsoft.Network") && (ty.to_ascii_lowercase().starts_with("dns")) {
+            Family::Dns
+        } else if eq(ns, "Microsoft.Network") {
+            Family::Network
+        } else {
+            Family::Any
+        };
+        return (family, ty.to_string());
+    }
+    (Family::Resources, "resourceGroups".to_string())
+}
+
+pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
+    let claims = match authenticate(shared, &req) {
+        Ok(c) => c,
+        Err(reply) => return reply,
+    };
+    let segs = req.segments.clone();
+    let (family, resource_type) = family_of(&segs);
+    if let Some(reply) = api_versions::check(family, req.query("api-version"), &resource_type) {
+        return reply;
+    }
+    let api_version = req.query("api-version").unwrap_or_default().to_string();
+
+    if segs.first().is_some_and(|s| eq(s, "providers")) {
+        // Tenant-level operation listings (`az identity` asks for them); not modelled.
+        return Reply::json(StatusCode::OK, &json!({"value": []}));
+    }
+    if segs.len() < 2 || !eq(&segs[0], "subscriptions") {
+        return arm_error(
+            StatusCode::NOT_FOUND,
+            "InvalidResourceType",
+            &format!("The resource path '{}' is not supported by the sandbox.", req.path),
+        );
+    }
+    let sub = segs[1].clone();
+    if !eq(&sub, &shared.config.subscription_id) {
+        return arm_error(
+            StatusCode::NOT_FOUND,
+            "SubscriptionNotFound",
+            &format!("The subscription '{sub}' could not be found."),
+        );
+    }
+    if req.is_write() && shared.is_forbidden(&claims.appid) {
+        let action = match req.method {
+            Method::DELETE => "delete",
+            Method::POST => "action",
+            _ => "write",
+        };
+        let scope = req.path.clone();
+        return arm_error(
+            StatusCode::FORBIDDEN,
+            "AuthorizationFailed",
+            &format!(
+                "The client '{oid}' with object id '{oid}' does not have authorization to perform action '{}/{action}' over scope '{scope}' or the scope is invalid. If access was recently granted, please refresh your credentials.",
+                resource_action(&segs),
+                oid = claims.oid
+            ),
+        );
+    }
+
+    if let Some(reply) = providers::require_registration(shared, &segs) {
+        return reply;
+    }
+    let ctx = Ctx { shared, req: &req, sub, api_version };
+    route(&ctx, &segs).await
+}
+
+/// e.g. `Microsoft.Resources/subscriptions/resourcegroups` or `Microsoft.Network/virtualNetworks`.
+fn resource_action(segs: &[String]) -> String {
+    match segs.iter().rposition(|s| eq(s, "providers")) {
+        Some(i) => segs[i + 1..].iter().step_by(2).cloned().collect::<Vec<_>>().join("/"),
+        None => "Microsoft.Resources/subscriptions/resourcegroups".to_string(),
+    }
+}
+
+async fn route(ctx: &Ctx<'_>, segs: &[String]) -> Reply {
+    // Role assignments can sit under any scope.
+    if let Some(i) = segs.iter().position(|s| eq(s, "Microsoft.Authorization"))
+        && i >= 1
+        && eq(&segs[i - 1], "providers")
+        && segs.get(i + 1).is_some_and(|s| eq(s, "roleAssignments"))
+    {
+        let scope = format!("/{}", segs[..i - 1].join("/"));
+        return roles::handle(ctx, &scope, segs.get(i + 2).map(String::as_str)).await;
+    }
+    let rest: Vec<&str> = segs[2..].iter().map(String::as_str).collect();
+    match rest.as_slice() {
+        [] => subscription(ctx),
+        [rgs] if eq(rgs, "resourcegroups") => resource_groups::list(ctx),
+        [rgs, rg] if eq(rgs, "resourcegroups") => resource_groups::handle(ctx, rg).await,
+        [rgs, rg, action] if eq(rgs, "resourcegroups") => resource_groups::action(ctx, rg, action),
+        [ops, token] if eq(ops, "operationresults") => lro::resource_group_delete_poll(ctx, token),
+        [p, ns] if eq(p, "providers") => providers::show(ctx, ns),
+        [p, ns, reg] if eq(p, "providers") && eq(reg, "register") => providers::register(ctx, ns),
+        [p, ns, check] if eq(p, "providers") && eq(ns, "Microsoft.Storage") && eq(check, "checkNameAvailability") => {
+            storage::check_name_availability(ctx).await
+        }
+        [p, ns, loc, _, kind, id] if eq(p, "providers") && eq(loc, "locations") => {
+            if eq(ns, "Microsoft.Storage") && eq(kind, "asyncoperations") {
+                lro::storage_poll(ctx, id)
+            } else if eq(ns, "Microsoft.Network") && eq(kind, "operations") {
+                lro::network_status(ctx, id)
+            } else if eq(ns, "Microsoft.Network") && eq(kind, "operationResults") {
+                lro::network_result(ctx, id)
+            } else {
+                not_modelled(ctx)
+            }
+        }
+        [p, ns, ty] if eq(p, "providers") => list_in_subscription(ctx, ns, ty),
+        [rgs, rg, p, ns, ty, tail @ ..] if eq(rgs, "resourcegroups") && eq(p, "providers") => {
+            if eq(ns, "Microsoft.ManagedIdentity") && eq(ty, "userAssignedIdentities") {
+                identities::handle(ctx, rg, tail).await
+            } else if eq(ns, "Microsoft.Storage") && eq(ty, "storageAccounts") {
+                storage::handle(ctx, rg, tail).await
+            } else if eq(ns, "Microsoft.Network") && eq(ty, "dnsZones") {
+                dns::handle(ctx, rg, tail).await
+            } else if eq(ns, "Microsoft.Network") && eq(ty, "dnsOperationStatuses") {
+                lro::dns_status(ctx, tail.first().copied().unwrap_or_default())
+            } else if eq(ns, "Microsoft.Network") && eq(ty, "dnsOperationResults") {
+                lro::dns_result(ctx, tail.first().copied().unwrap_or_default())
+            } else if eq(ns, "Microsoft.Network") && (eq(ty, "networkSecurityGroups") || eq(ty, "virtualNetworks")) {
+                network::handle(ctx, rg, ty, tail).await
+            } else {
+                not_modelled(ctx)
+            }
+        }
+        _ => not_modelled(ctx),
+    }
+}
+
+fn not_modelled(ctx: &Ctx<'_>) -> Reply {
+    arm_error(
+        StatusCode::NOT_FOUND,
+        "InvalidResourceType",
+        &format!(
+            "The resource type of '{}' could not be found for api version '{}' (not modelled by the sandbox).",
+            ctx.req.path, ctx.api_version
+        ),
+    )
+}
+
+fn subscription(ctx: &Ctx<'_>) -> Reply {
+    Reply::json(
+        StatusCode::OK,
+        &json!({
+            "id": format!("/subscriptions/{}", ctx.sub),
+            "subscriptionId": ctx.sub,
+            "tenantId": ctx.tenant(),
+            "displayName": "runbook sandbox",
+            "state": "Enabled",
+            "subscriptionPolicies": {"locationPlacementId": "Public_2014-09-01", "quotaId": "Sandbox", "spendingLimit": "Off"},
+            "authorizationSource": "RoleBased",
+        }),
+    )
+}
+
+fn list_in_subscription(ctx: &Ctx<'_>, ns: &str, ty: &str) -> Reply {
+    if ctx.req.method != Method::GET {
+        return errors::method_not_allowed(&ctx.req.method);
+    }
+    let kind = match (ns.to_ascii_lowercase().as_str(), ty.to_ascii_lowercase().as_str()) {
+        ("microsoft.managedidentity", "userassignedidentities") => crate::state::Kind::Identity,
+        ("microsoft.storage", "storageaccounts") => crate::state::Kind::StorageAccount,
+        ("microsoft.network", "dnszones") => crate::state::Kind::DnsZone,
+        ("microsoft.network", "networksecuritygroups") => crate::state::Kind::NetworkSecurityGroup,
+        ("microsoft.network", "virtualnetworks") => crate::state::Kind::VirtualNetwork,
+        _ => return not_modelled(ctx),
+    };
+    let now = std::time::Instant::now();
+    let state = ctx.shared.state();
+    let value: Vec<serde_json::Value> =
+        state.resources.values().filter(|r| r.kind == kind).map(|r| render(r, now)).collect();
+    Reply::json(StatusCode::OK, &json!({ "value": value }))
+}
+
+/// The current representation of a stored resource.
+pub(crate) fn render(res: &Resource, now: std::time::Instant) -> serde_json::Value {
+    use crate::state::Kind;
+    match res.kind {
+        Kind::StorageAccount => storage::render_account(res, now),
+        Kind::NetworkSecurityGroup | Kind::VirtualNetwork => network::render(res, now, false),
+        _ => res.body.clone(),
+    }
+}
+
+/// Lower-cased key of a resource group.
+pub(crate) fn rg_key(sub: &str, rg: &str) -> String {
+    format!("/subscriptions/{sub}/resourcegroups/{rg}").to_ascii_lowercase()
+}
+
+/// The resource group's name as it was created, if it exists and is not being deleted.
+pub(crate) fn live_rg_name(state: &crate::state::State, sub: &str, rg: &str) -> Result<String, Reply> {
+    match state.resources.get(&rg_key(sub, rg)) {
+        Some(res) if res.deleting_until.is_none() => Ok(res.name().to_string()),
+        Some(res) => Err(arm_error(
+            StatusCode::CONFLICT,
+            "ResourceGroupBeingDeleted",
+            &format!(
+                "The resource group '{}' is in deprovisioning state and cannot perform this operation.",
+                res.name()
+            ),
+        )),
+        None => Err(errors::resource_group_not_found(rg)),
+    }
+}
+pub(crate) use storage::valid_container_name;

@@ -1,0 +1,88 @@
+//! What a sandbox run looks like: identities, timing and failure behaviour.
+
+use std::time::Duration;
+
+use crate::faults::FaultModel;
+use crate::latency::LatencyModel;
+
+/// The tenant the Azure CLI recordings were made in, so replayed bodies match.
+pub const DEFAULT_TENANT_ID: &str = "54826b22-38d6-4fb2-bad9-b7b93a3e9c5a";
+/// The subscription id the recordings were scrubbed to.
+pub const DEFAULT_SUBSCRIPTION_ID: &str = "00000000-0000-0000-0000-000000000000";
+
+/// Everything that shapes one sandbox instance.
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    pub tenant_id: String,
+    pub subscription_id: String,
+    /// Per-operation delays (reference/latency-model.md) times `scale`.
+    pub latency: LatencyModel,
+    /// Seeded fault injection; none by default.
+    pub faults: FaultModel,
+    /// A role assignment for a principal younger than this gets 400 `PrincipalNotFound`
+    /// (Entra replication delay after a managed identity or service principal is created).
+    pub principal_not_found_for: Duration,
+    /// A federated credential written this soon after its identity's creation gets
+    /// 404 `ParentResourceNotFound` (the identity is not yet visible to the MSI RP's write path).
+    pub parent_not_found_for: Duration,
+    /// A service principal POSTed this soon after its application gets the Graph replication
+    /// error (400 `Request_BadRequest` / `NoBackingApplicationObject`).
+    pub application_replication_delay: Duration,
+    /// Storage account names owned by "someone else": PUT gets 409 `StorageAccountAlreadyTaken`,
+    /// checkNameAvailability answers `AlreadyExists`.
+    pub taken_storage_account_names: Vec<String>,
+    /// Client ids whose tokens get 403 `AuthorizationFailed` on ARM writes
+    /// (and `Authorization_RequestDenied` on Graph writes).
+    pub forbidden_principals: Vec<String>,
+    /// When true, a role assignment that names `principalType` skips the directory lookup
+    /// and so never sees `PrincipalNotFound` (what the Azure docs promise). Default false:
+    /// the pessimistic behaviour people still report, so retries get exercised.
+    pub principal_type_skips_lookup: bool,
+    /// Resource provider namespaces (e.g. `Microsoft.ManagedIdentity`) the subscription
+    /// starts without: requests to their resource types get 409
+    /// `MissingSubscriptionRegistration` until `POST .../providers/{ns}/register`.
+    pub unregistered_providers: Vec<String>,
+    /// From the register POST until the provider reports `Registered`.
+    pub provider_registration: Duration,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            tenant_id: DEFAULT_TENANT_ID.to_string(),
+            subscription_id: DEFAULT_SUBSCRIPTION_ID.to_string(),
+            latency: LatencyModel::default(),
+            faults: FaultModel::none(),
+            principal_not_found_for: Duration::from_secs(30),
+            parent_not_found_for: Duration::from_secs(3),
+            application_replication_delay: Duration::from_secs(5),
+            taken_storage_account_names: Vec::new(),
+            forbidden_principals: Vec::new(),
+            principal_type_skips_lookup: false,
+            unregistered_providers: Vec::new(),
+            provider_registration: Duration::from_secs(30),
+        }
+    }
+}
+
+impl SandboxConfig {
+    /// The reference figures with every duration (latencies and replication delays)
+    /// multiplied by `scale`; `0.0` gives an instant sandbox.
+    pub fn scaled(scale: f64) -> Self {
+        let base = SandboxConfig::default();
+        let factor = scale.max(0.0);
+        SandboxConfig {
+            latency: LatencyModel { scale: factor, ..LatencyModel::default() },
+            principal_not_found_for: base.principal_not_found_for.mul_f64(factor),
+            parent_not_found_for: base.parent_not_found_for.mul_f64(factor),
+            application_replication_delay: base.application_replication_delay.mul_f64(factor),
+            provider_registration: base.provider_registration.mul_f64(factor),
+            ..base
+        }
+    }
+
+    /// No delays and no replication windows at all.
+    pub fn instant() -> Self {
+        SandboxConfig::scaled(0.0)
+    }
+}

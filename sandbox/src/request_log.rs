@@ -1,0 +1,63 @@
+//! Every request the sandbox answered, for tests and benchmarks to count and inspect.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Which of the sandbox's services a request went to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Service {
+    Arm,
+    Entra,
+    Graph,
+    Blob,
+}
+
+impl fmt::Display for Service {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Service::Arm => "arm",
+            Service::Entra => "entra",
+            Service::Graph => "graph",
+            Service::Blob => "blob",
+        })
+    }
+}
+
+/// One answered (or deliberately dropped) request. Bodies are never kept, so secrets
+/// (client secrets, `secretText`, SAS signatures in bodies) never land here; the query
+/// string is kept with any `sig=` value redacted.
+#[derive(Debug, Clone)]
+pub struct LoggedRequest {
+    pub method: String,
+    pub service: Service,
+    pub path: String,
+    pub query: String,
+    /// HTTP status; 0 when the connection was reset by fault injection.
+    pub status: u16,
+    /// The Azure error code of the response, if it was an error.
+    pub error_code: Option<String>,
+    /// The client id of the bearer token, when one was presented and valid.
+    pub client_id: Option<String>,
+    pub request_id: String,
+    pub timestamp: jiff::Timestamp,
+    pub duration: Duration,
+}
+
+impl LoggedRequest {
+    /// PUT, POST, PATCH or DELETE.
+    pub fn is_write(&self) -> bool {
+        matches!(self.method.as_str(), "PUT" | "POST" | "PATCH" | "DELETE")
+    }
+}
+
+/// Drops the value of `sig` so a logged SAS cannot be replayed.
+pub(crate) fn redact_query(query: &str) -> String {
+    query
+        .split('&')
+        .map(|pair| {
+            let lower = pair.to_ascii_lowercase();
+            if lower.starts_with("sig=") { "sig=REDACTED".to_string() } else { pair.to_string() }
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}

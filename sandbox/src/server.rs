@@ -1,0 +1,249 @@
+//! The HTTPS listeners: accept, TLS, HTTP/1.1 or HTTP/2, then hand each request to its
+//! service with faults, common headers and request logging applied uniformly.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, watch};
+use tokio_rustls::TlsAcceptor;
+
+use crate::faults::Fault;
+use crate::request_log::{LoggedRequest, Service, redact_query};
+use crate::wire::{Reply, Req, retry_after_headers};
+use crate::{Shared, arm, blob, entra, graph};
+
+/// The path every service answers with 200 for readiness checks. A dot cannot start a
+/// storage account name, so it never collides with a Blob path.
+pub const READY_PATH: &str = "/.sandbox/ready";
+
+pub(crate) async fn serve(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    service: Service,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.changed() => return,
+        };
+        let Ok((tcp, _peer)) = accepted else { continue };
+        let acceptor = acceptor.clone();
+        let shared = shared.clone();
+        let mut conn_shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let Ok(tls) = acceptor.accept(tcp).await else {
+                return;
+            };
+            // Fault injection closes a connection mid-request through this.
+            let kill = Arc::new(Notify::new());
+            let kill_for_service = kill.clone();
+            let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let shared = shared.clone();
+                let kill = kill_for_service.clone();
+                async move { Ok::<_, Infallible>(answer(shared, service, req, kill).await) }
+            });
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let conn = builder.serve_connection(TokioIo::new(tls), svc);
+            tokio::select! {
+                _ = conn => {}
+                _ = kill.notified() => {}
+                _ = conn_shutdown.changed() => {}
+            }
+        });
+    }
+}
+
+async fn answer(
+    shared: Arc<Shared>,
+    service: Service,
+    req: Request<Incoming>,
+    kill: Arc<Notify>,
+) -> Response<Full<Bytes>> {
+    let started = Instant::now();
+    let timestamp = jiff::Timestamp::now();
+    let (parts, body) = req.into_parts();
+    let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let path = parts.uri.path().to_string();
+    let raw_query = parts.uri.query().unwrap_or_default().to_string();
+    let req = Req::new(parts.method.clone(), &path, &raw_query, parts.headers, body);
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let correlation_id = req
+        .header("x-ms-correlation-request-id")
+        .map(str::to_string)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let client_request_id = req.header("x-ms-client-request-id").map(str::to_string);
+    let client_id = shared.caller_client_id(&req);
+
+    let reply = if path == READY_PATH && req.method == http::Method::GET {
+        Reply::json(StatusCode::OK, &serde_json::json!({"status": "ready", "service": service.to_string()}))
+    } else {
+        match draw_fault(&shared, service) {
+            Fault::Reset => Reply::reset(),
+            Fault::Throttle { retry_after } => throttled(&shared, service, &req, retry_after),
+            Fault::ServerError => server_error(&shared, service, &correlation_id),
+            Fault::Slow(extra) => {
+                tokio::time::sleep(extra).await;
+                dispatch(&shared, service, req).await
+            }
+            Fault::None => dispatch(&shared, service, req).await,
+        }
+    };
+
+    let status = if reply.reset { 0 } else { reply.status.as_u16() };
+    shared.log(LoggedRequest {
+        method: parts.method.to_string(),
+        service,
+        path: path.clone(),
+        query: redact_query(&raw_query),
+        status,
+        error_code: reply.error_code.clone(),
+        client_id,
+        request_id: request_id.clone(),
+        timestamp,
+        duration: started.elapsed(),
+    });
+
+    if reply.reset {
+        kill.notify_one();
+        // The connection task drops this connection; this future never completes.
+        std::future::pending::<()>().await;
+    }
+    build_response(service, reply, &request_id, &correlation_id, client_request_id)
+}
+
+fn draw_fault(shared: &Shared, service: Service) -> Fault {
+    let mut injector = shared.faults.lock().expect("fault lock");
+    if service == Service::Entra && !injector.applies_to_token_endpoint() {
+        return Fault::None;
+    }
+    injector.next()
+}
+
+async fn dispatch(shared: &Arc<Shared>, service: Service, req: Req) -> Reply {
+    match service {
+        Service::Arm => arm::handle(shared, req).await,
+        Service::Entra => entra::handle(shared, req).await,
+        Service::Graph => graph::handle(shared, req).await,
+        Service::Blob => blob::handle(shared, req).await,
+    }
+}
+
+fn throttled(shared: &Shared, service: Service, req: &Req, after: std::time::Duration) -> Reply {
+    let secs = after.as_secs().max(1);
+    let reply = match service {
+        Service::Arm => {
+            let kind = if req.is_write() { "write" } else { "read" };
+            crate::arm::errors::arm_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "SubscriptionRequestsThrottled",
+                &format!(
+                    "Number of '{kind}' requests for subscription '{}' actor '{}' exceeded. Please try again after '{secs}' seconds after additional tips available at https://aka.ms/armthrottling",
+                    shared.config.subscription_id,
+                    shared.caller_object_id(req).unwrap_or_default()
+                ),
+            )
+            .with_header(
+                &format!("x-ms-ratelimit-remaining-subscription-{kind}s"),
+                "0",
+            )
+        }
+        Service::Graph => crate::graph::graph_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "TooManyRequests",
+            "Too many requests. Please retry after the time specified in the Retry-After header.",
+        ),
+        Service::Blob => crate::blob::blob_error(StatusCode::SERVICE_UNAVAILABLE, "ServerBusy", "The server is busy."),
+        Service::Entra => crate::entra::token_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "temporarily_unavailable",
+            90055,
+            "TenantThrottlingThreshold: There are too many incoming requests. This tenant has exceeded its threshold of requests.",
+        ),
+    };
+    retry_after_headers(reply, after)
+}
+
+fn server_error(shared: &Shared, service: Service, correlation_id: &str) -> Reply {
+    match service {
+        Service::Arm => crate::arm::errors::arm_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            &format!(
+                "Encountered internal server error. Diagnostic information: timestamp '{}', subscription id '{}', tracking id '{}', request correlation id '{}'.",
+                jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ"),
+                shared.config.subscription_id,
+                uuid::Uuid::new_v4(),
+                correlation_id
+            ),
+        ),
+        Service::Graph => crate::graph::graph_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "serviceNotAvailable",
+            "Service unavailable. Please try again later.",
+        ),
+        Service::Blob => crate::blob::blob_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalError",
+            "Server encountered an internal error. Please try again after some time.",
+        ),
+        Service::Entra => crate::entra::token_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            50000,
+            "There was an error issuing a token or an issue with our sign-in service.",
+        ),
+    }
+}
+
+fn build_response(
+    service: Service,
+    reply: Reply,
+    request_id: &str,
+    correlation_id: &str,
+    client_request_id: Option<String>,
+) -> Response<Full<Bytes>> {
+    let mut builder = Response::builder().status(reply.status);
+    let now = jiff::Timestamp::now();
+    let date = now.strftime("%a, %d %b %Y %H:%M:%S GMT").to_string();
+    let mut common: Vec<(String, String)> = vec![
+        ("x-ms-request-id".into(), request_id.into()),
+        ("x-ms-correlation-request-id".into(), correlation_id.into()),
+        ("date".into(), date),
+        ("cache-control".into(), "no-cache".into()),
+        ("strict-transport-security".into(), "max-age=31536000; includeSubDomains".into()),
+    ];
+    match service {
+        Service::Arm => {
+            common.push(("x-ms-routing-request-id".into(), format!("SANDBOX:{request_id}")));
+        }
+        Service::Graph => {
+            common.push(("request-id".into(), request_id.into()));
+            common.push(("client-request-id".into(), client_request_id.clone().unwrap_or_else(|| request_id.into())));
+        }
+        Service::Blob => {
+            common.push(("server".into(), "Windows-Azure-Blob/1.0 Microsoft-HTTPAPI/2.0".into()));
+        }
+        Service::Entra => {}
+    }
+    if let Some(id) = client_request_id {
+        common.push(("x-ms-client-request-id".into(), id));
+    }
+    for (name, value) in common {
+        if !reply.has_header(&name) {
+            builder = builder.header(name, value);
+        }
+    }
+    for (name, value) in &reply.headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    builder.body(Full::new(reply.body)).unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+}

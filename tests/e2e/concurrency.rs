@@ -1,0 +1,47 @@
+use std::time::{Duration, Instant};
+
+use crate::support::TestEnv;
+
+#[test]
+fn a_second_runner_on_the_same_journal_is_refused_and_named() {
+    let env = TestEnv::new();
+    let runbook = env.write(
+        "slow.toml",
+        r#"
+[runbook]
+name = "slow"
+[[steps]]
+id = "slow"
+kind = "exec"
+inputs.argv = ["{stepper}", "append", "{dir}/log", "started", "sleep", "1500", "append", "{dir}/log", "done"]
+"#,
+    );
+    let runbook = runbook.to_str().unwrap();
+    let mut first = env.command(&["run", runbook]).spawn().expect("first run");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while env.log("log").is_empty() {
+        assert!(Instant::now() < deadline, "first run never started its step");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = env.run(&["run", runbook]);
+    assert_eq!(second.code, 2, "{}", second.all());
+    assert!(second.stderr.contains("in use by run"), "{}", second.stderr);
+    assert!(
+        second.stderr.contains("tester") && second.stderr.contains("testhost"),
+        "names the holder: {}",
+        second.stderr
+    );
+    assert!(second.stderr.contains(&format!("pid {}", first.id())), "names the pid: {}", second.stderr);
+
+    assert!(first.wait().expect("first finishes").success());
+    assert_eq!(env.log("log"), ["started", "done"]);
+    let verify = env.run(&["audit", "--verify"]);
+    assert_eq!(verify.code, 0, "{}", verify.all());
+    let runs: std::collections::BTreeSet<String> = env
+        .events()
+        .into_iter()
+        .filter(|(k, ..)| k == "run_created")
+        .map(|(_, _, _, d)| d["id"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(runs.len(), 1, "the refused runner created no run");
+}

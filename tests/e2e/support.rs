@@ -1,0 +1,153 @@
+//! `TestEnv`: a temporary directory with its own journal, a fixed user and host, and helpers to
+//! run the real `runbook` binary and read what it journaled.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+}
+
+/// What a command did, with stdout and stderr as text.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(output: Output) -> Run {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    pub fn all(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+
+    /// The last JSON object printed on stdout (with `--output json`).
+    pub fn last_json(&self) -> serde_json::Value {
+        let line = self
+            .stdout
+            .lines()
+            .rev()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or_else(|| panic!("no JSON on stdout:\n{}", self.all()));
+        serde_json::from_str(line).expect("valid JSON")
+    }
+}
+
+/// The directory cargo put the test binaries in; the `runbook` binary is built beside them.
+fn bin_dir() -> PathBuf {
+    let stepper = PathBuf::from(env!("CARGO_BIN_EXE_stepper"));
+    stepper.parent().expect("bin dir").to_path_buf()
+}
+
+pub fn runbook_bin() -> PathBuf {
+    let bin = bin_dir().join("runbook");
+    assert!(
+        bin.exists(),
+        "the runbook binary is missing at {}: build the workspace (cargo test --workspace builds it)",
+        bin.display()
+    );
+    bin
+}
+
+pub fn stepper_bin() -> String {
+    env!("CARGO_BIN_EXE_stepper").to_string()
+}
+
+impl Default for TestEnv {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        TestEnv { dir: tempfile::tempdir().expect("temp dir") }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn journal(&self) -> PathBuf {
+        self.path().join("journal.db")
+    }
+
+    /// Writes a file in the test directory; `{stepper}` and `{dir}` in the text are replaced.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        let text = text.replace("{stepper}", &stepper_bin()).replace("{dir}", &self.path().display().to_string());
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(runbook_bin());
+        command
+            .args(["--journal", self.journal().to_str().expect("utf-8 path")])
+            .args(args)
+            .current_dir(self.path())
+            .env("RUNBOOK_USER", "tester")
+            .env("RUNBOOK_HOST", "testhost")
+            .env("CI", "true")
+            .env_remove("RUNBOOK_JOURNAL");
+        command
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        Run::from(self.command(args).output().expect("runbook starts"))
+    }
+
+    /// Every journaled event as (kind, step, attempt, data), in order.
+    pub fn events(&self) -> Vec<(String, Option<String>, Option<i64>, serde_json::Value)> {
+        let db = rusqlite::Connection::open(self.journal()).expect("open journal");
+        let mut statement = db.prepare("SELECT kind, step, attempt, data FROM events ORDER BY seq").expect("query");
+        statement
+            .query_map([], |row| {
+                let data: String = row.get(3)?;
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, serde_json::from_str(&data).unwrap_or_default()))
+            })
+            .expect("rows")
+            .map(|r| r.expect("row"))
+            .collect()
+    }
+
+    /// Events of one kind for one step instance.
+    pub fn step_events(&self, kind: &str, step: &str) -> Vec<serde_json::Value> {
+        self.events()
+            .into_iter()
+            .filter(|(k, s, _, _)| k == kind && s.as_deref() == Some(step))
+            .map(|(_, _, _, d)| d)
+            .collect()
+    }
+
+    /// Lines of a side-effect log the test's steps append to.
+    pub fn log(&self, name: &str) -> Vec<String> {
+        std::fs::read_to_string(self.path().join(name)).unwrap_or_default().lines().map(String::from).collect()
+    }
+
+    /// All bytes of the journal, including its write-ahead log.
+    pub fn journal_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for suffix in ["", "-wal", "-shm"] {
+            let path = PathBuf::from(format!("{}{suffix}", self.journal().display()));
+            if let Ok(b) = std::fs::read(path) {
+                bytes.extend(b);
+            }
+        }
+        bytes
+    }
+}
+
+pub fn contains_bytes(haystack: &[u8], needle: &str) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
