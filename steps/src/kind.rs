@@ -50,7 +50,7 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The kinds that need no cloud: exec, template, http, gate, checkpoint.
+    /// The kinds that need no cloud: exec, template, http, gate, checkpoint, keypair, oidc.
     pub fn local() -> Self {
         let mut registry = Registry::default();
         registry.register(Arc::new(crate::Exec));
@@ -58,6 +58,8 @@ impl Registry {
         registry.register(Arc::new(crate::Http));
         registry.register(Arc::new(crate::Gate));
         registry.register(Arc::new(crate::Checkpoint));
+        registry.register(Arc::new(crate::Keypair));
+        registry.register(Arc::new(crate::Oidc));
         registry
     }
 

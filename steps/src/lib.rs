@@ -13,7 +13,9 @@ mod error;
 mod exec;
 mod gate;
 mod http;
+mod keypair;
 mod kind;
+mod oidc;
 mod output_spec;
 mod template;
 
@@ -23,6 +25,8 @@ pub use error::{ErrorClass, StepError};
 pub use exec::Exec;
 pub use gate::{Approval, Gate};
 pub use http::Http;
+pub use keypair::Keypair;
 pub use kind::{OutputDecl, Registry, StepKind, StepOutcome};
+pub use oidc::Oidc;
 pub use output_spec::{OutputSource, OutputSpec};
 pub use template::Template;
