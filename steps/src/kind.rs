@@ -50,7 +50,7 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The kinds that need no cloud: exec, template, http, gate, checkpoint, keypair, oidc.
+    /// The kinds that need no cloud: exec, template, http, gate, checkpoint.
     pub fn local() -> Self {
         let mut registry = Registry::default();
         registry.register(Arc::new(crate::Exec));
@@ -60,6 +60,7 @@ impl Registry {
         registry.register(Arc::new(crate::Checkpoint));
         registry.register(Arc::new(crate::Keypair));
         registry.register(Arc::new(crate::Oidc));
+        registry.register(Arc::new(crate::Arm::default()));
         registry
     }
 

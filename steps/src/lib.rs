@@ -6,6 +6,8 @@
 // its size costs nothing that matters.
 #![allow(clippy::result_large_err)]
 
+mod arm;
+mod azure;
 mod capture;
 mod checkpoint;
 mod context;
@@ -19,6 +21,8 @@ mod oidc;
 mod output_spec;
 mod template;
 
+pub use arm::{Arm, ArmAction, ArmInputs, PrincipalType};
+pub use azure::{AzureSettings, CredentialChoice};
 pub use checkpoint::Checkpoint;
 pub use context::{StepContext, TemplateSource};
 pub use error::{ErrorClass, StepError};

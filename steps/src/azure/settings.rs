@@ -1,0 +1,269 @@
+//! Where the `arm` kind talks to and as whom: read from the environment when a step runs, never
+//! when a runbook is validated, so `plan` works on a machine that has no Azure at all.
+
+use std::path::PathBuf;
+
+use azure_core::credentials::Secret;
+use azure_core::http::Url;
+use serde::Deserialize;
+
+use crate::StepError;
+
+pub const ARM_ENDPOINT_VAR: &str = "RUNBOOK_ARM_ENDPOINT";
+pub const AUTHORITY_HOST_VAR: &str = "RUNBOOK_AUTHORITY_HOST";
+pub const CREDENTIAL_VAR: &str = "RUNBOOK_AZURE_CREDENTIAL";
+pub const CREDENTIALS_FILE_VAR: &str = "RUNBOOK_AZURE_CREDENTIALS_FILE";
+pub const CA_FILE_VAR: &str = "RUNBOOK_CA_FILE";
+pub const ARM_SCOPE_VAR: &str = "RUNBOOK_ARM_SCOPE";
+
+const DEFAULT_ARM_ENDPOINT: &str = "https://management.azure.com/";
+const DEFAULT_AUTHORITY_HOST: &str = "https://login.microsoftonline.com/";
+const DEFAULT_ARM_SCOPE: &str = "https://management.azure.com/.default";
+
+/// How the runner obtains its ARM token (`RUNBOOK_AZURE_CREDENTIAL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CredentialChoice {
+    /// The operator's own login: Azure CLI, then Azure Developer CLI (azure_identity's developer tools).
+    Cli,
+    /// A service principal's client secret (AZURE_* variables or the credentials file).
+    ClientSecret,
+    /// A federated token file, as on a Kubernetes pod with workload identity.
+    WorkloadIdentity,
+    /// The managed identity of the machine (IMDS or App Service).
+    ManagedIdentity,
+    /// A client secret too, but only against loopback endpoints: a rehearsal can never reach Azure.
+    Sandbox,
+}
+
+impl CredentialChoice {
+    fn parse(text: &str) -> Option<Self> {
+        Some(match text.trim().to_ascii_lowercase().as_str() {
+            "cli" => Self::Cli,
+            "client-secret" => Self::ClientSecret,
+            "workload-identity" => Self::WorkloadIdentity,
+            "managed-identity" => Self::ManagedIdentity,
+            "sandbox" => Self::Sandbox,
+            _ => return None,
+        })
+    }
+}
+
+/// A service principal with a secret. Debug never shows the secret (azure_core's `Secret`).
+#[derive(Clone, Debug)]
+pub struct ServicePrincipal {
+    pub tenant_id: String,
+    pub client_id: String,
+    pub client_secret: Secret,
+}
+
+/// Everything the `arm` kind needs to reach ARM.
+#[derive(Clone, Debug)]
+pub struct AzureSettings {
+    pub arm_endpoint: Url,
+    pub authority_host: String,
+    /// The token scope for ARM (`https://management.azure.com/.default`; sovereign clouds differ).
+    pub arm_scope: String,
+    pub credential: CredentialChoice,
+    /// An extra CA certificate (PEM) to trust, e.g. the sandbox's. Trusted only when set.
+    pub ca_file: Option<PathBuf>,
+    pub subscription_id: Option<String>,
+    /// Set for `client-secret` and `sandbox`.
+    pub service_principal: Option<ServicePrincipal>,
+    /// Tenant and client id for `workload-identity` / a user-assigned `managed-identity`.
+    pub tenant_id: Option<String>,
+    pub client_id: Option<String>,
+    pub federated_token_file: Option<PathBuf>,
+}
+
+/// The documented `azure-credentials.json` (as `hypershift --azure-creds` reads it).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CredentialsFile {
+    subscription_id: Option<String>,
+    tenant_id: String,
+    client_id: String,
+    client_secret: String,
+}
+
+fn settings_error(message: impl Into<String>, hint: impl Into<String>) -> StepError {
+    StepError::permanent(message).with_code("AzureSettingsInvalid").with_hint(hint)
+}
+
+impl AzureSettings {
+    /// Reads the settings from the process environment.
+    pub fn from_env() -> Result<Self, StepError> {
+        Self::from_lookup(&|name| std::env::var(name).ok())
+    }
+
+    /// Reads the settings through `lookup` (the environment, or a fixed map in tests).
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self, StepError> {
+        let var = |name: &str| lookup(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        let arm_text = var(ARM_ENDPOINT_VAR).unwrap_or_else(|| DEFAULT_ARM_ENDPOINT.to_string());
+        let arm_endpoint = Url::parse(&arm_text).map_err(|e| {
+            settings_error(
+                format!("{ARM_ENDPOINT_VAR} `{arm_text}` is not a URL: {e}"),
+                "e.g. https://management.azure.com/",
+            )
+        })?;
+        if arm_endpoint.scheme() != "https" {
+            return Err(settings_error(
+                format!("{ARM_ENDPOINT_VAR} `{arm_text}` is not HTTPS"),
+                "ARM is only reached over TLS; for the sandbox also set RUNBOOK_CA_FILE to its CA",
+            ));
+        }
+        let authority_host = var(AUTHORITY_HOST_VAR)
+            .or_else(|| var("AZURE_AUTHORITY_HOST"))
+            .unwrap_or_else(|| DEFAULT_AUTHORITY_HOST.to_string());
+        let credential = match var(CREDENTIAL_VAR) {
+            None => CredentialChoice::Cli,
+            Some(text) => CredentialChoice::parse(&text).ok_or_else(|| {
+                settings_error(
+                    format!("{CREDENTIAL_VAR} `{text}` is not a known credential"),
+                    "one of: cli, client-secret, workload-identity, managed-identity, sandbox",
+                )
+            })?,
+        };
+        let file = match var(CREDENTIALS_FILE_VAR) {
+            Some(path) => Some(read_credentials_file(&path)?),
+            None => None,
+        };
+        let subscription_id =
+            var("AZURE_SUBSCRIPTION_ID").or_else(|| file.as_ref().and_then(|f| f.subscription_id.clone()));
+        let service_principal = match credential {
+            CredentialChoice::ClientSecret | CredentialChoice::Sandbox => Some(service_principal(&var, file)?),
+            _ => None,
+        };
+        let settings = AzureSettings {
+            arm_endpoint,
+            authority_host,
+            arm_scope: var(ARM_SCOPE_VAR).unwrap_or_else(|| DEFAULT_ARM_SCOPE.to_string()),
+            credential,
+            ca_file: var(CA_FILE_VAR).map(PathBuf::from),
+            subscription_id,
+            service_principal,
+            tenant_id: var("AZURE_TENANT_ID"),
+            client_id: var("AZURE_CLIENT_ID"),
+            federated_token_file: var("AZURE_FEDERATED_TOKEN_FILE").map(PathBuf::from),
+        };
+        if credential == CredentialChoice::Sandbox {
+            settings.require_loopback()?;
+        }
+        Ok(settings)
+    }
+
+    /// The sandbox credential exists so that a rehearsal cannot touch a real subscription.
+    fn require_loopback(&self) -> Result<(), StepError> {
+        let authority = Url::parse(&self.authority_host).ok();
+        for (what, url) in [(ARM_ENDPOINT_VAR, Some(&self.arm_endpoint)), (AUTHORITY_HOST_VAR, authority.as_ref())] {
+            let loopback = url.and_then(|u| u.host_str()).is_some_and(|h| {
+                h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) || h == "[::1]"
+            });
+            if !loopback {
+                return Err(settings_error(
+                    format!("{CREDENTIAL_VAR}=sandbox but {what} is not a loopback address"),
+                    "point RUNBOOK_ARM_ENDPOINT and RUNBOOK_AUTHORITY_HOST at the sandbox, or choose another credential",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn read_credentials_file(path: &str) -> Result<CredentialsFile, StepError> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        settings_error(
+            format!("cannot read {CREDENTIALS_FILE_VAR} `{path}`: {e}"),
+            "check the path and its permissions",
+        )
+    })?;
+    // serde's error names the field and position, never the value, so no secret leaks here.
+    serde_json::from_str(&text).map_err(|e| {
+        settings_error(
+            format!("{CREDENTIALS_FILE_VAR} `{path}` is not a valid credentials file: {e}"),
+            "expected JSON with subscriptionId, tenantId, clientId and clientSecret",
+        )
+    })
+}
+
+fn service_principal(
+    var: &dyn Fn(&str) -> Option<String>,
+    file: Option<CredentialsFile>,
+) -> Result<ServicePrincipal, StepError> {
+    if let Some(file) = file {
+        return Ok(ServicePrincipal {
+            tenant_id: file.tenant_id,
+            client_id: file.client_id,
+            client_secret: Secret::new(file.client_secret),
+        });
+    }
+    match (var("AZURE_TENANT_ID"), var("AZURE_CLIENT_ID"), var("AZURE_CLIENT_SECRET")) {
+        (Some(tenant_id), Some(client_id), Some(secret)) => {
+            Ok(ServicePrincipal { tenant_id, client_id, client_secret: Secret::new(secret) })
+        }
+        _ => Err(settings_error(
+            "a client-secret credential needs a tenant, a client id and a secret",
+            format!("set AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET, or {CREDENTIALS_FILE_VAR}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn defaults_to_public_cloud_and_cli() {
+        let settings = AzureSettings::from_lookup(&lookup(&[])).unwrap();
+        assert_eq!(settings.arm_endpoint.as_str(), DEFAULT_ARM_ENDPOINT);
+        assert_eq!(settings.authority_host, DEFAULT_AUTHORITY_HOST);
+        assert_eq!(settings.credential, CredentialChoice::Cli);
+        assert!(settings.ca_file.is_none());
+    }
+
+    #[test]
+    fn client_secret_needs_all_three_values() {
+        let err = AzureSettings::from_lookup(&lookup(&[(CREDENTIAL_VAR, "client-secret")])).unwrap_err();
+        assert_eq!(err.code.as_deref(), Some("AzureSettingsInvalid"));
+        let ok = AzureSettings::from_lookup(&lookup(&[
+            (CREDENTIAL_VAR, "client-secret"),
+            ("AZURE_TENANT_ID", "t"),
+            ("AZURE_CLIENT_ID", "c"),
+            ("AZURE_CLIENT_SECRET", "very-secret"),
+        ]))
+        .unwrap();
+        assert!(!format!("{ok:?}").contains("very-secret"));
+    }
+
+    #[test]
+    fn credentials_file_supplies_principal_and_subscription() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("azure-credentials.json");
+        std::fs::write(&path, r#"{"subscriptionId":"s","tenantId":"t","clientId":"c","clientSecret":"x"}"#).unwrap();
+        let settings = AzureSettings::from_lookup(&lookup(&[
+            (CREDENTIAL_VAR, "client-secret"),
+            (CREDENTIALS_FILE_VAR, path.to_str().unwrap()),
+        ]))
+        .unwrap();
+        assert_eq!(settings.subscription_id.as_deref(), Some("s"));
+        assert_eq!(settings.service_principal.unwrap().client_id, "c");
+    }
+
+    #[test]
+    fn sandbox_refuses_real_azure() {
+        let err = AzureSettings::from_lookup(&lookup(&[
+            (CREDENTIAL_VAR, "sandbox"),
+            ("AZURE_TENANT_ID", "t"),
+            ("AZURE_CLIENT_ID", "c"),
+            ("AZURE_CLIENT_SECRET", "x"),
+        ]))
+        .unwrap_err();
+        assert!(err.message.contains("loopback"), "{err}");
+    }
+}
