@@ -19,7 +19,8 @@ fn main() {
         match args[i].as_str() {
             "append" => {
                 let mut file = std::fs::OpenOptions::new().create(true).append(true).open(arg(1)).expect("open log");
-                writeln!(file, "{}", arg(2)).expect("append");
+                // One write call: concurrent steps appending to the same log never interleave.
+                file.write_all(format!("{}\n", arg(2)).as_bytes()).expect("append");
                 file.sync_all().expect("sync");
                 i += 3;
             }
