@@ -258,6 +258,23 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
             app.passwords.push(cred);
             ok(StatusCode::OK, &rendered)
         }
+        (Method::POST, ["v1.0", "applications", id, "removePassword"]) => {
+            // Real Graph answers 204; an unknown keyId is 400 with the credential named.
+            let body: Value = req.json().unwrap_or(Value::Null);
+            shared.sleep(Operation::GraphAddPassword).await;
+            let mut state = shared.state();
+            let Some(app) = state.applications.get_mut(*id) else { return not_found(id) };
+            let key_id = body["keyId"].as_str().unwrap_or_default().to_string();
+            let before = app.passwords.len();
+            app.passwords.retain(|p| !p.key_id.eq_ignore_ascii_case(&key_id));
+            if app.passwords.len() == before {
+                return ok(
+                    StatusCode::BAD_REQUEST,
+                    &json!({"error": {"code": "Request_BadRequest", "message": format!("No password credential found with keyId '{key_id}'.")}}),
+                );
+            }
+            Reply::empty(StatusCode::NO_CONTENT)
+        }
         (Method::GET, ["v1.0", "servicePrincipals"]) => {
             shared.sleep(Operation::GraphRead).await;
             let filter = req.query("$filter").unwrap_or_default().to_string();

@@ -34,7 +34,7 @@ pub use config::{DEFAULT_SUBSCRIPTION_ID, DEFAULT_TENANT_ID, SandboxConfig};
 pub use faults::{Fault, FaultModel};
 pub use latency::{LatencyModel, Operation};
 pub use request_log::{LoggedRequest, Service};
-pub use server::READY_PATH;
+pub use server::{READY_PATH, STATE_PATH};
 
 use faults::FaultInjector;
 use state::{Client, State};

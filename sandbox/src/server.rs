@@ -22,6 +22,9 @@ use crate::{Shared, arm, blob, entra, graph};
 /// The path every service answers with 200 for readiness checks. A dot cannot start a
 /// storage account name, so it never collides with a Blob path.
 pub const READY_PATH: &str = "/.sandbox/ready";
+/// What exists, for tests and people checking a rehearsal from another process: ARM resource
+/// ids, and per Graph application its password credentials (names and key ids, never secrets).
+pub const STATE_PATH: &str = "/.sandbox/state";
 
 pub(crate) async fn serve(
     listener: TcpListener,
@@ -85,6 +88,23 @@ async fn answer(
 
     let reply = if path == READY_PATH && req.method == http::Method::GET {
         Reply::json(StatusCode::OK, &serde_json::json!({"status": "ready", "service": service.to_string()}))
+    } else if path == STATE_PATH && req.method == http::Method::GET {
+        let state = shared.state();
+        let applications: Vec<serde_json::Value> = state
+            .applications
+            .values()
+            .map(|app| {
+                serde_json::json!({
+                    "displayName": app.display_name,
+                    "appId": app.app_id,
+                    "passwordCredentials": app.passwords.iter().map(|p| serde_json::json!({"keyId": p.key_id, "displayName": p.display_name})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        Reply::json(
+            StatusCode::OK,
+            &serde_json::json!({"resources": state.resource_ids(), "applications": applications}),
+        )
     } else {
         match draw_fault(&shared, service) {
             Fault::Reset => Reply::reset(),

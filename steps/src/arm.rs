@@ -203,6 +203,10 @@ impl StepKind for Arm {
         schema_of::<ArmInputs>()
     }
 
+    fn default_attempts(&self) -> u32 {
+        6
+    }
+
     fn accepts_output_specs(&self) -> bool {
         true
     }

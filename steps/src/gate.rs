@@ -49,6 +49,18 @@ pub struct Assertion {
     pub length: Option<usize>,
     /// The value (list or string) must contain this.
     pub contains: Option<Value>,
+    /// The value must equal what a JSON file holds at a pointer, e.g. a client ID in
+    /// workload-identities.json: checks the file handed over, not only the values it came from.
+    pub equals_file: Option<FileValue>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileValue {
+    /// Path of a JSON file, relative to the run's working directory.
+    pub path: String,
+    /// RFC 6901 pointer into it, e.g. "/disk/clientID".
+    pub pointer: String,
 }
 
 /// An approval recorded in the journal.
@@ -88,7 +100,7 @@ impl StepKind for Gate {
             .assert
             .iter()
             .enumerate()
-            .filter_map(|(i, a)| check(a).err().map(|why| describe(i, a, &why)))
+            .filter_map(|(i, a)| check(ctx, a).err().map(|why| describe(i, a, &why)))
             .collect();
         if !failures.is_empty() {
             return Err(StepError::new(
@@ -127,8 +139,19 @@ fn describe(index: usize, assertion: &Assertion, why: &str) -> String {
     }
 }
 
-fn check(a: &Assertion) -> Result<(), String> {
+fn check(ctx: &StepContext, a: &Assertion) -> Result<(), String> {
     let v = &a.value;
+    if let Some(file) = &a.equals_file {
+        let path = ctx.resolve_path(&file.path);
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        let doc: Value = serde_json::from_str(&text).map_err(|e| format!("`{}` is not JSON: {e}", path.display()))?;
+        let expected = doc
+            .pointer(&file.pointer)
+            .ok_or_else(|| format!("`{}` has nothing at {}", path.display(), file.pointer))?;
+        if !loosely_equal(v, expected) {
+            return Err(format!("expected {expected} (from {}{}), found {v}", path.display(), file.pointer));
+        }
+    }
     if let Some(expected) = &a.equals
         && !loosely_equal(v, expected)
     {
@@ -217,16 +240,51 @@ mod tests {
             not_empty: None,
             length: None,
             contains: None,
+            equals_file: None,
+        }
+    }
+
+    fn ctx() -> StepContext {
+        struct NoTemplates;
+        impl crate::TemplateSource for NoTemplates {
+            fn load(&self, _: &str) -> Option<(String, String)> {
+                None
+            }
+        }
+        StepContext {
+            run_id: "r".into(),
+            step_id: "s".into(),
+            attempt: 1,
+            work_dir: std::env::temp_dir(),
+            templates: std::sync::Arc::new(NoTemplates),
+            cancel: Default::default(),
+            handles_secrets: false,
+            secrets: Default::default(),
+            output_specs: Default::default(),
+            approval: None,
         }
     }
 
     #[test]
+    fn compares_with_a_json_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.json");
+        std::fs::write(&path, r#"{"disk": {"clientID": "abc"}}"#).unwrap();
+        let file = |pointer: &str| Some(FileValue { path: path.display().to_string(), pointer: pointer.into() });
+        assert!(check(&ctx(), &Assertion { equals_file: file("/disk/clientID"), ..assertion(json!("abc")) }).is_ok());
+        assert!(check(&ctx(), &Assertion { equals_file: file("/disk/clientID"), ..assertion(json!("xyz")) }).is_err());
+        assert!(check(&ctx(), &Assertion { equals_file: file("/nope"), ..assertion(json!("abc")) }).is_err());
+    }
+
+    #[test]
     fn comparisons() {
-        assert!(check(&Assertion { equals: Some(json!(7)), ..assertion(json!("7")) }).is_ok());
-        assert!(check(&Assertion { equals: Some(json!("b")), ..assertion(json!("a")) }).is_err());
-        assert!(check(&Assertion { matches: Some("^https://".into()), ..assertion(json!("https://x")) }).is_ok());
-        assert!(check(&Assertion { length: Some(2), ..assertion(json!([1, 2])) }).is_ok());
-        assert!(check(&Assertion { contains: Some(json!(2)), ..assertion(json!([1, 3])) }).is_err());
-        assert!(check(&Assertion { not_empty: Some(true), ..assertion(json!("")) }).is_err());
+        assert!(check(&ctx(), &Assertion { equals: Some(json!(7)), ..assertion(json!("7")) }).is_ok());
+        assert!(check(&ctx(), &Assertion { equals: Some(json!("b")), ..assertion(json!("a")) }).is_err());
+        assert!(
+            check(&ctx(), &Assertion { matches: Some("^https://".into()), ..assertion(json!("https://x")) }).is_ok()
+        );
+        assert!(check(&ctx(), &Assertion { length: Some(2), ..assertion(json!([1, 2])) }).is_ok());
+        assert!(check(&ctx(), &Assertion { contains: Some(json!(2)), ..assertion(json!([1, 3])) }).is_err());
+        assert!(check(&ctx(), &Assertion { not_empty: Some(true), ..assertion(json!("")) }).is_err());
     }
 }

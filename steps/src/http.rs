@@ -29,7 +29,7 @@ pub struct HttpInputs {
     /// JSON pointer → expected value, checked against the response body.
     #[serde(default)]
     pub expect_json: BTreeMap<String, Value>,
-    /// A PEM file with an extra CA to trust (for a sandbox or a private endpoint).
+    /// A PEM file with an extra CA to trust (for a sandbox or a private endpoint); empty for none.
     pub ca_file: Option<String>,
 }
 
@@ -41,6 +41,10 @@ impl StepKind for Http {
 
     fn inputs_schema(&self) -> Value {
         schema_of::<HttpInputs>()
+    }
+
+    fn default_attempts(&self) -> u32 {
+        6
     }
 
     fn accepts_output_specs(&self) -> bool {
@@ -60,7 +64,8 @@ impl StepKind for Http {
     async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
         let inputs: HttpInputs = parse_inputs(inputs)?;
         let mut builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(10));
-        if let Some(ca_file) = &inputs.ca_file {
+        // An empty path means "no extra CA": runbooks pass a variable that is empty for real Azure.
+        if let Some(ca_file) = inputs.ca_file.as_ref().filter(|f| !f.is_empty()) {
             let path = ctx.resolve_path(ca_file);
             let pem = std::fs::read(&path).map_err(|e| {
                 StepError::permanent(format!("cannot read CA file `{}`: {e}", path.display()))

@@ -40,6 +40,12 @@ pub trait StepKind: Send + Sync {
         false
     }
 
+    /// Attempts when the runbook gives the step no `retry`: kinds that talk to cloud services
+    /// meet throttling, resets and replication delays as a matter of course, so they retry.
+    fn default_attempts(&self) -> u32 {
+        1
+    }
+
     async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError>;
 }
 
@@ -61,6 +67,8 @@ impl Registry {
         registry.register(Arc::new(crate::Keypair));
         registry.register(Arc::new(crate::Oidc));
         registry.register(Arc::new(crate::Arm::default()));
+        registry.register(Arc::new(crate::Blob::default()));
+        registry.register(Arc::new(crate::Graph::default()));
         registry
     }
 

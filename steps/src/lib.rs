@@ -8,12 +8,14 @@
 
 mod arm;
 mod azure;
+mod blob;
 mod capture;
 mod checkpoint;
 mod context;
 mod error;
 mod exec;
 mod gate;
+mod graph;
 mod http;
 mod keypair;
 mod kind;
@@ -23,11 +25,13 @@ mod template;
 
 pub use arm::{Arm, ArmAction, ArmInputs, PrincipalType};
 pub use azure::{AzureSettings, CredentialChoice};
+pub use blob::{Blob, BlobAction, BlobAuth, BlobInputs, BlobPublicAccess};
 pub use checkpoint::Checkpoint;
 pub use context::{StepContext, TemplateSource};
 pub use error::{ErrorClass, StepError};
 pub use exec::Exec;
 pub use gate::{Approval, Gate};
+pub use graph::{Graph, GraphAction, GraphInputs};
 pub use http::Http;
 pub use keypair::Keypair;
 pub use kind::{OutputDecl, Registry, StepKind, StepOutcome};

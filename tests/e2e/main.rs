@@ -5,6 +5,7 @@ mod audit_verify;
 mod concurrency;
 mod interrupt;
 mod invalid_inputs;
+mod phase1;
 mod resume;
 mod schema;
 mod secrets;

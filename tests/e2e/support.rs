@@ -103,6 +103,18 @@ impl TestEnv {
         command
     }
 
+    /// Runs the binary with `args` only (no `--journal` of this environment).
+    pub fn run_bare(&self, args: &[&str]) -> Run {
+        let mut command = self.command(&[]);
+        let mut bare = Command::new(runbook_bin());
+        bare.args(args)
+            .current_dir(self.path())
+            .envs(command.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .env_remove("RUNBOOK_JOURNAL");
+        let _ = &mut command;
+        Run::from(bare.output().expect("runbook starts"))
+    }
+
     pub fn run(&self, args: &[&str]) -> Run {
         Run::from(self.command(args).output().expect("runbook starts"))
     }

@@ -100,6 +100,7 @@ async fn run_once(
         events: tx,
         graceful: CancellationToken::new(),
         hard: CancellationToken::new(),
+        parallelism: runbook.parallelism(),
     })
     .await?;
     drain.await?;
@@ -200,4 +201,61 @@ fn tempdir_in(dir: Option<&Path>) -> CliResult<tempfile::TempDir> {
         None => tempfile::tempdir(),
     }
     .map_err(|e| CliError::Internal(e.into()))
+}
+
+/// Phase N on the sandbox under the (scaled) latency model, twice: as planned, and one step at a
+/// time as the bash procedure runs it.
+pub async fn phase(env: &Env, number: u8, dir: PathBuf, options: crate::cli::sandbox::SandboxOptions) -> CliResult {
+    use crate::cli::rehearse::{Rehearsal, phases};
+    let quiet = Env {
+        journal_path: env.journal_path.clone(),
+        json: env.json,
+        mode: crate::report::DisplayMode::Quiet,
+        registry: env.registry.clone(),
+        parallelism: None,
+    };
+    let (_, runbook) = phases(Some(number))?[0];
+    let mut figures = Vec::new();
+    for parallelism in [None, Some(1)] {
+        let rehearsal = Rehearsal::start(&quiet, &dir, &options, parallelism).await?;
+        let (exit, _, finished) = rehearsal.run_phase(number, runbook).await?;
+        rehearsal.sandbox.shutdown().await;
+        if exit != Exit::Ok {
+            return Err(CliError::user(format!(
+                "phase {number} did not succeed in the benchmark (exit {exit:?}); see {}",
+                rehearsal.workdir.display()
+            )));
+        }
+        figures.push(finished);
+    }
+    let ms = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    let (wall, critical, serial) =
+        (ms(&figures[0], "duration_ms"), ms(&figures[0], "critical_path_ms"), ms(&figures[1], "duration_ms"));
+    let mut text = String::new();
+    writeln!(
+        text,
+        "phase {number} on the sandbox, latency model x{}{}",
+        options.latency_scale,
+        if options.faults { ", with faults" } else { "" }
+    )
+    .ok();
+    writeln!(text, "  wall time:                      {wall:>8.0} ms").ok();
+    writeln!(
+        text,
+        "  critical path of the plan:      {critical:>8.0} ms   wall / critical path = {:.2} (goal <= 1.15)",
+        wall / critical
+    )
+    .ok();
+    writeln!(
+        text,
+        "  one step at a time (as bash):   {serial:>8.0} ms   wall / one-at-a-time = {:.2} (model floor ~0.35)",
+        wall / serial
+    )
+    .ok();
+    env.print(
+        &text,
+        json!({ "phase": number, "latency_scale": options.latency_scale, "wall_ms": wall, "critical_path_ms": critical, "serial_ms": serial,
+                "wall_over_critical_path": wall / critical, "wall_over_serial": wall / serial }),
+    );
+    Ok(Exit::Ok)
 }

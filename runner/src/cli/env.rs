@@ -17,6 +17,8 @@ pub struct Env {
     pub json: bool,
     pub mode: DisplayMode,
     pub registry: Registry,
+    /// Overrides every runbook's parallelism (the benchmark runs plans one step at a time).
+    pub parallelism: Option<usize>,
 }
 
 impl Env {
@@ -28,6 +30,7 @@ impl Env {
             json,
             mode: display_mode(std::io::stderr().is_terminal(), is_ci, global.quiet, global.no_progress, json),
             registry: crate::registry(),
+            parallelism: None,
         }
     }
 

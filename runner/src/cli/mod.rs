@@ -7,7 +7,9 @@ mod catalog;
 mod env;
 pub mod exit;
 mod inspect;
+mod rehearse;
 mod run;
+mod sandbox;
 
 use std::path::PathBuf;
 
@@ -145,6 +147,25 @@ pub enum Command {
     Schema,
     /// Print shell completions
     Completions { shell: clap_complete::Shell },
+    /// Run the phases end to end against the built-in sandbox (no Azure account needed)
+    Rehearse {
+        /// Only this phase (default: every phase that can be rehearsed)
+        #[arg(long)]
+        phase: Option<u8>,
+        /// Rehearsals go in a new directory under this one
+        #[arg(long, default_value = "rehearsals")]
+        dir: PathBuf,
+        /// Run every phase a second time and fail if that makes any write request
+        #[arg(long)]
+        check_idempotent: bool,
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+    /// The built-in sandbox (a local Azure on loopback)
+    Sandbox {
+        #[command(subcommand)]
+        what: SandboxWhat,
+    },
     /// Measure the engine's own overhead
     Bench {
         #[command(subcommand)]
@@ -152,8 +173,47 @@ pub enum Command {
     },
 }
 
+#[derive(Args, Debug, Clone)]
+pub struct SandboxArgs {
+    /// Multiply the latency model taken from real Azure recordings (1.0 = real time)
+    #[arg(long, default_value_t = 0.02)]
+    pub latency_scale: f64,
+    /// Inject seeded faults: 429 storms with Retry-After, 5xx, connection resets, slow responses
+    #[arg(long)]
+    pub faults: bool,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+impl SandboxArgs {
+    fn options(&self) -> sandbox::SandboxOptions {
+        sandbox::SandboxOptions { latency_scale: self.latency_scale, faults: self.faults, seed: self.seed }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SandboxWhat {
+    /// Serve the sandbox until Ctrl-C; writes DIR/sandbox.env with the settings to `source`
+    Up {
+        #[arg(long, default_value = ".runbook/sandbox")]
+        dir: PathBuf,
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
+}
+
 #[derive(Subcommand, Debug)]
 pub enum BenchWhat {
+    /// A phase on the sandbox under the latency model: wall time against its critical path and
+    /// against the same plan run one step at a time
+    Phase {
+        #[arg(long, default_value_t = 1)]
+        phase: u8,
+        #[arg(long, default_value = "rehearsals/bench")]
+        dir: PathBuf,
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    },
     /// No-op steps as a chain and as a fan-out with a durable journal, against bare SQLite commits
     Engine {
         #[arg(long, default_value_t = 10_000)]
@@ -205,5 +265,12 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Approve { run, gate, comment } => approve::approve(&env, &run, &gate, comment),
         Command::Audit { since, format, verify } => audit::audit(&env, since.as_deref(), format, verify),
         Command::Bench { what: BenchWhat::Engine { steps, dir } } => bench::engine(&env, steps, dir).await,
+        Command::Bench { what: BenchWhat::Phase { phase, dir, sandbox } } => {
+            bench::phase(&env, phase, dir, sandbox.options()).await
+        }
+        Command::Rehearse { phase, dir, check_idempotent, sandbox } => {
+            rehearse::rehearse(&env, phase, dir, sandbox.options(), check_idempotent).await
+        }
+        Command::Sandbox { what: SandboxWhat::Up { dir, sandbox } } => sandbox::up(&env, sandbox.options(), dir).await,
     }
 }

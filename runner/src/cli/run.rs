@@ -411,6 +411,7 @@ async fn execute(
         events: tx,
         graceful,
         hard,
+        parallelism: env.parallelism.unwrap_or(prepared.runbook.parallelism()),
     };
     let summary = engine::execute(context).await;
     signals.abort();

@@ -46,6 +46,8 @@ pub struct RunContext {
     pub graceful: CancellationToken,
     /// Kill running steps too.
     pub hard: CancellationToken,
+    /// At most this many steps at once (the runbook's own limit unless overridden).
+    pub parallelism: usize,
 }
 
 pub struct RunSummary {
@@ -168,6 +170,10 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     let mut pending_skips: Vec<NewEvent> = Vec::new();
     let mut running = JoinSet::new();
     let mut stop = false;
+    // When each instance started and how long it took (retries included): the plan's critical
+    // path is computed from these, so a benchmark can compare wall time with it.
+    let mut began: Vec<Option<Instant>> = vec![None; n];
+    let mut took: Vec<std::time::Duration> = vec![std::time::Duration::ZERO; n];
 
     let shared = Arc::new(Shared {
         run_id: ctx.run_id.clone(),
@@ -204,7 +210,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
             stop = true;
             let _ = ctx.events.send(EngineEvent::RunCancelling { reason: "interrupted by the operator".into() });
         }
-        while !stop && running.len() < runbook.parallelism() {
+        while !stop && running.len() < ctx.parallelism {
             let Some((_, std::cmp::Reverse(i))) = ready.pop() else { break };
             let instance = &plan.instances[i];
             let def = &runbook.steps[instance.step];
@@ -365,6 +371,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                 redactor: redactor.clone(),
             };
             state[i] = State::Running;
+            began[i] = Some(Instant::now());
             let shared = shared.clone();
             running.spawn(async move { (i, run_job(job, shared).await) });
         }
@@ -386,6 +393,9 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
         };
         let Some(joined) = joined else { continue };
         let (i, result) = joined?;
+        if let Some(start) = began[i] {
+            took[i] = start.elapsed();
+        }
         if let Some(key) = key_of.remove(&i) {
             match key_queue.get_mut(&key).and_then(VecDeque::pop_front) {
                 Some(next) => {
@@ -434,13 +444,18 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
         RunStatus::Succeeded
     };
     let duration = started.elapsed();
+    let critical = critical_path(&plan, &dependents, &took);
+    let busy: std::time::Duration = took.iter().sum();
     ctx.writer
         .append(vec![NewEvent {
             run_id: ctx.run_id.clone(),
             kind: "run_finished".into(),
             step: None,
             attempt: None,
-            data: json!({ "status": status.as_str(), "counts": counts, "duration_ms": millis(duration) }),
+            data: json!({
+                "status": status.as_str(), "counts": counts, "duration_ms": millis(duration),
+                "critical_path_ms": millis(critical), "step_time_ms": millis(busy),
+            }),
         }])
         .await?;
     let _ = ctx.events.send(EngineEvent::RunFinished {
@@ -450,6 +465,26 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
         counts,
     });
     Ok(RunSummary { status, counts })
+}
+
+/// The longest chain of measured step durations through the dependency graph: no schedule can
+/// finish faster than this.
+fn critical_path(plan: &Plan, dependents: &[Vec<usize>], took: &[std::time::Duration]) -> std::time::Duration {
+    let n = plan.instances.len();
+    let mut waiting: Vec<usize> = plan.instances.iter().map(|i| i.deps.len()).collect();
+    let mut finish = vec![std::time::Duration::ZERO; n];
+    let mut queue: VecDeque<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
+    while let Some(i) = queue.pop_front() {
+        let ready_at = plan.instances[i].deps.iter().map(|&d| finish[d]).max().unwrap_or_default();
+        finish[i] = ready_at + took[i];
+        for &d in &dependents[i] {
+            waiting[d] -= 1;
+            if waiting[d] == 0 {
+                queue.push_back(d);
+            }
+        }
+    }
+    finish.into_iter().max().unwrap_or_default()
 }
 
 /// A serialize key written as an interpolation, back to its text form for resolution.

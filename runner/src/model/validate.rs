@@ -60,6 +60,7 @@ pub fn validate(doc: &Document, file: &RunbookFile, registry: &Registry) -> Resu
         let outputs = kind.declared_outputs(&Value::Object(spec.inputs.clone()), &spec.outputs);
         let idempotent = spec.idempotent.unwrap_or(kind.idempotent());
         let inputs_schema = std::sync::Arc::new(kind.inputs_schema());
+        let default_retry = RetryPolicy { attempts: kind.default_attempts(), ..RetryPolicy::default() };
         defs.push(StepDef {
             inputs_schema,
             spec: spec.clone(),
@@ -69,7 +70,7 @@ pub fn validate(doc: &Document, file: &RunbookFile, registry: &Registry) -> Resu
             for_each: None,
             serialize: None,
             timeout: None,
-            retry: RetryPolicy::default(),
+            retry: default_retry,
             outputs,
             deps: BTreeSet::new(),
             idempotent,
@@ -204,7 +205,7 @@ impl RefChecker<'_> {
 
 fn check_step(doc: &Document, def: &StepDef, checker: &RefChecker<'_>, problems: &mut Vec<Problem>) -> StepParts {
     let pointer = def.pointer();
-    let mut parts = StepParts::default();
+    let mut parts = StepParts { retry: def.retry.clone(), ..StepParts::default() };
 
     for (i, after) in def.spec.after.iter().enumerate() {
         if checker.by_id.contains_key(after) && after != def.id() {

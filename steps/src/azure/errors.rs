@@ -153,15 +153,20 @@ pub fn from_operation(status_body: &Value, response: &ArmResponse, doing: &str) 
 
 /// A request that got no HTTP answer, or a token that could not be had.
 pub fn from_transport(error: &azure_core::Error, method: Method, path: &str) -> StepError {
+    transport_failure("ARM", error, method, path)
+}
+
+/// As `from_transport`, for the service named `service` (e.g. "Microsoft Graph").
+pub fn transport_failure(service: &str, error: &azure_core::Error, method: Method, path: &str) -> StepError {
     let evidence = json!({ "method": method.to_string(), "path": path });
     match error.kind() {
         ErrorKind::Io | ErrorKind::Connection => {
             // A reset or a refused connection: the next attempt starts over with a GET, so safe.
-            StepError::transient(format!("{method} {path}: no answer from ARM: {error}"), None)
+            StepError::transient(format!("{method} {path}: no answer from {service}: {error}"), None)
                 .with_code("ConnectionFailed")
                 .with_evidence(evidence)
         }
-        ErrorKind::Credential => credential_failure(error).with_evidence(evidence),
+        ErrorKind::Credential => credential_failure(service, error).with_evidence(evidence),
         _ => {
             StepError::permanent(format!("{method} {path}: {error}")).with_code("RequestFailed").with_evidence(evidence)
         }
@@ -170,7 +175,7 @@ pub fn from_transport(error: &azure_core::Error, method: Method, path: &str) -> 
 
 /// The token request failed: throttling, server trouble or no connection are worth another
 /// attempt; a rejected secret or a CLI that is not logged in are not.
-fn credential_failure(error: &azure_core::Error) -> StepError {
+fn credential_failure(service: &str, error: &azure_core::Error) -> StepError {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
     let mut transient = false;
     while let Some(current) = cause {
@@ -186,7 +191,7 @@ fn credential_failure(error: &azure_core::Error) -> StepError {
         }
         cause = current.source();
     }
-    let message = format!("could not get an ARM access token: {error}");
+    let message = format!("could not get an access token for {service}: {error}");
     if transient {
         StepError::transient(message, None).with_code("TokenUnavailable")
     } else {

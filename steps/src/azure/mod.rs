@@ -1,6 +1,7 @@
-//! Azure Resource Manager for the `arm` step kind: settings and credentials (azure_identity),
-//! the HTTP pipeline (azure_core), error classification, long-running operations, and the
-//! ensure / get / delete / post / role-assignment actions.
+//! Azure for the `arm` and `graph` step kinds: settings and credentials (azure_identity), the
+//! shared HTTP pipeline (azure_core), error classification, ARM's long-running operations and
+//! ensure / get / delete / post / role-assignment actions, and Graph's applications, service
+//! principals and password credentials.
 
 pub mod actions;
 pub mod client;
@@ -8,8 +9,13 @@ pub mod compare;
 pub mod credential;
 pub mod ensure;
 pub mod errors;
+pub mod graph_client;
+pub mod graph_errors;
+pub mod graph_objects;
+pub mod graph_password;
 pub mod hints;
 pub mod lro;
+pub mod pipeline;
 pub mod registration;
 pub mod resource_id;
 pub mod role_assignment;

@@ -1,6 +1,7 @@
 //! Where the `arm` kind talks to and as whom: read from the environment when a step runs, never
 //! when a runbook is validated, so `plan` works on a machine that has no Azure at all.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use azure_core::credentials::Secret;
@@ -15,10 +16,14 @@ pub const CREDENTIAL_VAR: &str = "RUNBOOK_AZURE_CREDENTIAL";
 pub const CREDENTIALS_FILE_VAR: &str = "RUNBOOK_AZURE_CREDENTIALS_FILE";
 pub const CA_FILE_VAR: &str = "RUNBOOK_CA_FILE";
 pub const ARM_SCOPE_VAR: &str = "RUNBOOK_ARM_SCOPE";
+pub const GRAPH_ENDPOINT_VAR: &str = "RUNBOOK_GRAPH_ENDPOINT";
+pub const GRAPH_SCOPE_VAR: &str = "RUNBOOK_GRAPH_SCOPE";
 
 const DEFAULT_ARM_ENDPOINT: &str = "https://management.azure.com/";
 const DEFAULT_AUTHORITY_HOST: &str = "https://login.microsoftonline.com/";
 const DEFAULT_ARM_SCOPE: &str = "https://management.azure.com/.default";
+const DEFAULT_GRAPH_ENDPOINT: &str = "https://graph.microsoft.com/";
+const DEFAULT_GRAPH_SCOPE: &str = "https://graph.microsoft.com/.default";
 
 /// How the runner obtains its ARM token (`RUNBOOK_AZURE_CREDENTIAL`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +68,10 @@ pub struct AzureSettings {
     pub authority_host: String,
     /// The token scope for ARM (`https://management.azure.com/.default`; sovereign clouds differ).
     pub arm_scope: String,
+    /// Microsoft Graph, for the `graph` kind (`https://graph.microsoft.com/`; the sandbox's elsewhere).
+    pub graph_endpoint: Url,
+    /// The token scope for Graph (`https://graph.microsoft.com/.default`).
+    pub graph_scope: String,
     pub credential: CredentialChoice,
     /// An extra CA certificate (PEM) to trust, e.g. the sandbox's. Trusted only when set.
     pub ca_file: Option<PathBuf>,
@@ -73,6 +82,24 @@ pub struct AzureSettings {
     pub tenant_id: Option<String>,
     pub client_id: Option<String>,
     pub federated_token_file: Option<PathBuf>,
+}
+
+/// Where a kind reads its settings: the process environment, or a fixed map (tests, or an
+/// embedding program that configures Azure itself).
+#[derive(Clone, Debug, Default)]
+pub enum SettingsSource {
+    #[default]
+    Process,
+    Fixed(BTreeMap<String, String>),
+}
+
+impl SettingsSource {
+    pub fn load(&self) -> Result<AzureSettings, StepError> {
+        match self {
+            SettingsSource::Process => AzureSettings::from_env(),
+            SettingsSource::Fixed(vars) => AzureSettings::from_lookup(&|name| vars.get(name).cloned()),
+        }
+    }
 }
 
 /// The documented `azure-credentials.json` (as `hypershift --azure-creds` reads it).
@@ -98,19 +125,8 @@ impl AzureSettings {
     /// Reads the settings through `lookup` (the environment, or a fixed map in tests).
     pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self, StepError> {
         let var = |name: &str| lookup(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
-        let arm_text = var(ARM_ENDPOINT_VAR).unwrap_or_else(|| DEFAULT_ARM_ENDPOINT.to_string());
-        let arm_endpoint = Url::parse(&arm_text).map_err(|e| {
-            settings_error(
-                format!("{ARM_ENDPOINT_VAR} `{arm_text}` is not a URL: {e}"),
-                "e.g. https://management.azure.com/",
-            )
-        })?;
-        if arm_endpoint.scheme() != "https" {
-            return Err(settings_error(
-                format!("{ARM_ENDPOINT_VAR} `{arm_text}` is not HTTPS"),
-                "ARM is only reached over TLS; for the sandbox also set RUNBOOK_CA_FILE to its CA",
-            ));
-        }
+        let arm_endpoint = https_endpoint(&var, ARM_ENDPOINT_VAR, DEFAULT_ARM_ENDPOINT)?;
+        let graph_endpoint = https_endpoint(&var, GRAPH_ENDPOINT_VAR, DEFAULT_GRAPH_ENDPOINT)?;
         let authority_host = var(AUTHORITY_HOST_VAR)
             .or_else(|| var("AZURE_AUTHORITY_HOST"))
             .unwrap_or_else(|| DEFAULT_AUTHORITY_HOST.to_string());
@@ -137,6 +153,8 @@ impl AzureSettings {
             arm_endpoint,
             authority_host,
             arm_scope: var(ARM_SCOPE_VAR).unwrap_or_else(|| DEFAULT_ARM_SCOPE.to_string()),
+            graph_endpoint,
+            graph_scope: var(GRAPH_SCOPE_VAR).unwrap_or_else(|| DEFAULT_GRAPH_SCOPE.to_string()),
             credential,
             ca_file: var(CA_FILE_VAR).map(PathBuf::from),
             subscription_id,
@@ -155,10 +173,7 @@ impl AzureSettings {
     fn require_loopback(&self) -> Result<(), StepError> {
         let authority = Url::parse(&self.authority_host).ok();
         for (what, url) in [(ARM_ENDPOINT_VAR, Some(&self.arm_endpoint)), (AUTHORITY_HOST_VAR, authority.as_ref())] {
-            let loopback = url.and_then(|u| u.host_str()).is_some_and(|h| {
-                h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) || h == "[::1]"
-            });
-            if !loopback {
+            if !is_loopback(url) {
                 return Err(settings_error(
                     format!("{CREDENTIAL_VAR}=sandbox but {what} is not a loopback address"),
                     "point RUNBOOK_ARM_ENDPOINT and RUNBOOK_AUTHORITY_HOST at the sandbox, or choose another credential",
@@ -167,6 +182,39 @@ impl AzureSettings {
         }
         Ok(())
     }
+
+    /// Checked by the `graph` kind only, so an `arm`-only rehearsal need not configure Graph:
+    /// under the sandbox credential Graph must be on loopback too.
+    pub fn require_loopback_graph(&self) -> Result<(), StepError> {
+        if self.credential == CredentialChoice::Sandbox && !is_loopback(Some(&self.graph_endpoint)) {
+            return Err(settings_error(
+                format!("{CREDENTIAL_VAR}=sandbox but {GRAPH_ENDPOINT_VAR} is not a loopback address"),
+                "point RUNBOOK_GRAPH_ENDPOINT at the sandbox's Graph endpoint, or choose another credential",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn is_loopback(url: Option<&Url>) -> bool {
+    url.and_then(|u| u.host_str()).is_some_and(|h| {
+        h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) || h == "[::1]"
+    })
+}
+
+/// An endpoint setting: `default` when unset, and always HTTPS (the bearer policy refuses
+/// anything else, and so do the real services).
+fn https_endpoint(var: &dyn Fn(&str) -> Option<String>, name: &str, default: &str) -> Result<Url, StepError> {
+    let text = var(name).unwrap_or_else(|| default.to_string());
+    let url = Url::parse(&text)
+        .map_err(|e| settings_error(format!("{name} `{text}` is not a URL: {e}"), format!("e.g. {default}")))?;
+    if url.scheme() != "https" {
+        return Err(settings_error(
+            format!("{name} `{text}` is not HTTPS"),
+            "Azure is only reached over TLS; for the sandbox also set RUNBOOK_CA_FILE to its CA",
+        ));
+    }
+    Ok(url)
 }
 
 fn read_credentials_file(path: &str) -> Result<CredentialsFile, StepError> {
@@ -225,6 +273,41 @@ mod tests {
         assert_eq!(settings.authority_host, DEFAULT_AUTHORITY_HOST);
         assert_eq!(settings.credential, CredentialChoice::Cli);
         assert!(settings.ca_file.is_none());
+    }
+
+    #[test]
+    fn graph_endpoint_and_scope_default_to_public_graph() {
+        let settings = AzureSettings::from_lookup(&lookup(&[])).unwrap();
+        assert_eq!(settings.graph_endpoint.as_str(), DEFAULT_GRAPH_ENDPOINT);
+        assert_eq!(settings.graph_scope, DEFAULT_GRAPH_SCOPE);
+        let overridden = AzureSettings::from_lookup(&lookup(&[
+            (GRAPH_ENDPOINT_VAR, "https://graph.microsoft.us/"),
+            (GRAPH_SCOPE_VAR, "https://graph.microsoft.us/.default"),
+        ]))
+        .unwrap();
+        assert_eq!(overridden.graph_endpoint.host_str(), Some("graph.microsoft.us"));
+        assert_eq!(overridden.graph_scope, "https://graph.microsoft.us/.default");
+        let plain = AzureSettings::from_lookup(&lookup(&[(GRAPH_ENDPOINT_VAR, "http://127.0.0.1:1/")])).unwrap_err();
+        assert!(plain.message.contains("not HTTPS"), "{plain}");
+    }
+
+    #[test]
+    fn sandbox_graph_must_be_loopback_too() {
+        let sandbox = [
+            (CREDENTIAL_VAR, "sandbox"),
+            (ARM_ENDPOINT_VAR, "https://127.0.0.1:1/"),
+            (AUTHORITY_HOST_VAR, "https://127.0.0.1:2/"),
+            ("AZURE_TENANT_ID", "t"),
+            ("AZURE_CLIENT_ID", "c"),
+            ("AZURE_CLIENT_SECRET", "x"),
+        ];
+        // The ARM kind does not need Graph configured...
+        let settings = AzureSettings::from_lookup(&lookup(&sandbox)).unwrap();
+        // ...but the Graph kind refuses to send a sandbox token to the real Graph.
+        assert!(settings.require_loopback_graph().unwrap_err().message.contains(GRAPH_ENDPOINT_VAR));
+        let mut with_graph = sandbox.to_vec();
+        with_graph.push((GRAPH_ENDPOINT_VAR, "https://127.0.0.1:3/"));
+        assert!(AzureSettings::from_lookup(&lookup(&with_graph)).unwrap().require_loopback_graph().is_ok());
     }
 
     #[test]

@@ -1,0 +1,149 @@
+//! `runbook rehearse`: every phase end to end against the built-in sandbox, with the very same
+//! step code that talks to real Azure. The first thing a new user runs.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::sandbox::{SandboxOptions, azure_env, start};
+use crate::cli::{Env, RerunArgs, VarArgs, run};
+
+/// The phases a rehearsal can run, in order, with the variables that suit the sandbox.
+const PHASES: &[(u8, &str)] = &[(1, "phase1-workload-identity")];
+
+fn phase_vars(phase: u8, ca_file: &Path) -> String {
+    match phase {
+        1 => format!(
+            "prefix = \"rehearse\"\noidc_storage_account = \"rehearsaloidc\"\nexternal_dns = true\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nca_file = \"{}\"\n",
+            ca_file.display()
+        ),
+        _ => String::new(),
+    }
+}
+
+/// A sandbox, a fresh working directory and journal, and an `Env` whose Azure kinds point at
+/// the sandbox. A fresh directory per rehearsal: its journal must match the fresh sandbox.
+pub struct Rehearsal {
+    pub sandbox: runbook_sandbox::Sandbox,
+    pub workdir: PathBuf,
+    pub ca_file: PathBuf,
+    pub env: Env,
+}
+
+impl Rehearsal {
+    pub async fn start(
+        env: &Env,
+        base: &Path,
+        options: &SandboxOptions,
+        parallelism: Option<usize>,
+    ) -> CliResult<Rehearsal> {
+        let workdir =
+            std::path::absolute(base.join(crate::who::new_run_id())).map_err(|e| CliError::Internal(e.into()))?;
+        let (sandbox, ca_file) = start(options, &workdir).await?;
+        let settings = azure_env(&sandbox, &ca_file);
+        crate::cli::sandbox::seed(&settings, sandbox.ca_pem()).await?;
+        let mut registry = crate::registry();
+        registry.register(Arc::new(runbook_steps::Arm::with_env(settings.clone())));
+        registry.register(Arc::new(runbook_steps::Graph::with_env(settings.clone())));
+        registry.register(Arc::new(runbook_steps::Blob::with_env(settings)));
+        let env =
+            Env { journal_path: workdir.join("journal.db"), json: env.json, mode: env.mode, registry, parallelism };
+        Ok(Rehearsal { sandbox, workdir, ca_file, env })
+    }
+
+    /// Runs one phase; returns the exit, a summary for `--output json`, and the run's
+    /// `run_finished` data (timings, critical path).
+    pub async fn run_phase(&self, number: u8, runbook: &str) -> CliResult<(Exit, Value, Value)> {
+        let vars_file = self.workdir.join(format!("phase{number}.vars.toml"));
+        std::fs::write(&vars_file, phase_vars(number, &self.ca_file)).map_err(|e| CliError::Internal(e.into()))?;
+        let vars = VarArgs { vars_file: Some(vars_file), vars: Vec::new() };
+        let exit =
+            run::run(&self.env, runbook, &vars, Some(self.workdir.clone()), false, &RerunArgs::default()).await?;
+        let journal = self.env.require_journal()?;
+        let record = journal.latest_run(Some(runbook))?;
+        let finished = record
+            .as_ref()
+            .and_then(|r| journal.events_for_run(&r.id).ok())
+            .and_then(|events| events.iter().rev().find(|e| e.kind == "run_finished").map(|e| e.data.clone()))
+            .unwrap_or(Value::Null);
+        let summary = json!({ "runbook": runbook, "run_id": record.map(|r| r.id), "status": finished["status"] });
+        Ok((exit, summary, finished))
+    }
+
+    pub fn write_requests(&self) -> usize {
+        self.sandbox.request_log().iter().filter(|r| r.is_write()).count()
+    }
+}
+
+pub fn phases(phase: Option<u8>) -> CliResult<Vec<(u8, &'static str)>> {
+    let phases: Vec<(u8, &str)> = PHASES.iter().copied().filter(|(p, _)| phase.is_none_or(|want| want == *p)).collect();
+    if phases.is_empty() {
+        let known: Vec<String> = PHASES.iter().map(|(p, _)| p.to_string()).collect();
+        return Err(CliError::user_hint(
+            format!("phase {} cannot be rehearsed yet", phase.unwrap_or(0)),
+            format!("rehearsable phases: {}", known.join(", ")),
+        ));
+    }
+    Ok(phases)
+}
+
+pub async fn rehearse(
+    env: &Env,
+    phase: Option<u8>,
+    base: PathBuf,
+    options: SandboxOptions,
+    check_idempotent: bool,
+) -> CliResult {
+    let phases = phases(phase)?;
+    let rehearsal = Rehearsal::start(env, &base, &options, None).await?;
+    if !env.json {
+        eprintln!("rehearsing against the built-in sandbox in {}", rehearsal.workdir.display());
+    }
+    let mut runs = Vec::new();
+    let mut exit = Exit::Ok;
+    for &(number, runbook) in &phases {
+        let (phase_exit, summary, _) = rehearsal.run_phase(number, runbook).await?;
+        runs.push(summary);
+        exit = phase_exit;
+        if exit != Exit::Ok {
+            break;
+        }
+    }
+    // Running everything again must change nothing in Azure: count the writes it makes.
+    let mut second_pass_writes = Value::Null;
+    if check_idempotent && exit == Exit::Ok {
+        let before = rehearsal.write_requests();
+        for &(number, runbook) in &phases {
+            let (phase_exit, summary, _) = rehearsal.run_phase(number, runbook).await?;
+            runs.push(summary);
+            exit = phase_exit;
+        }
+        let writes = rehearsal.write_requests() - before;
+        second_pass_writes = json!(writes);
+        if writes > 0 && exit == Exit::Ok {
+            eprintln!("error: running the phases again made {writes} write requests; it should make none");
+            exit = Exit::StepFailed;
+        }
+    }
+    let resources = rehearsal.sandbox.resource_ids();
+    let writes = rehearsal.write_requests();
+    let journal = rehearsal.env.journal_path.clone();
+    if env.json {
+        println!(
+            "{}",
+            json!({ "runs": runs, "resources": resources, "write_requests": writes, "second_pass_write_requests": second_pass_writes,
+                    "workdir": rehearsal.workdir, "journal": journal })
+        );
+    } else {
+        eprintln!(
+            "rehearsal {}: {} resources in the sandbox, {writes} write requests; look around with\n  runbook --journal {} status",
+            if exit == Exit::Ok { "succeeded" } else { "stopped" },
+            resources.len(),
+            journal.display()
+        );
+    }
+    rehearsal.sandbox.shutdown().await;
+    Ok(exit)
+}

@@ -1,0 +1,170 @@
+//! The built-in sandbox for people: `runbook sandbox up` serves a local Azure on loopback and
+//! prints the settings that point the product at it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use runbook_sandbox::{FaultModel, Sandbox, SandboxConfig};
+use serde_json::{Value, json};
+
+use crate::cli::Env;
+use crate::cli::exit::{CliError, CliResult, Exit};
+
+/// How a sandbox should behave: latency scale and an optional seeded fault storm.
+#[derive(Clone, Debug)]
+pub struct SandboxOptions {
+    pub latency_scale: f64,
+    pub faults: bool,
+    pub seed: u64,
+}
+
+pub fn config(options: &SandboxOptions) -> SandboxConfig {
+    let mut config = SandboxConfig::scaled(options.latency_scale);
+    if options.faults {
+        config.faults = FaultModel {
+            seed: options.seed,
+            throttle_probability: 0.08,
+            retry_after: Duration::from_millis(((1000.0 * options.latency_scale) as u64).max(50)),
+            server_error_probability: 0.04,
+            reset_probability: 0.02,
+            slow_probability: 0.05,
+            slow_by: Duration::from_millis(((2000.0 * options.latency_scale) as u64).max(20)),
+            ..FaultModel::none()
+        };
+    }
+    config
+}
+
+/// The settings the Azure step kinds read, pointing at `sandbox` and trusting its CA.
+pub fn azure_env(sandbox: &Sandbox, ca_file: &Path) -> BTreeMap<String, String> {
+    [
+        ("RUNBOOK_ARM_ENDPOINT", sandbox.arm_endpoint()),
+        ("RUNBOOK_AUTHORITY_HOST", sandbox.authority_host()),
+        ("RUNBOOK_GRAPH_ENDPOINT", sandbox.graph_endpoint()),
+        ("RUNBOOK_AZURE_CREDENTIAL", "sandbox".to_string()),
+        ("RUNBOOK_CA_FILE", ca_file.display().to_string()),
+        ("AZURE_TENANT_ID", sandbox.tenant_id().to_string()),
+        ("AZURE_SUBSCRIPTION_ID", sandbox.subscription_id().to_string()),
+        ("AZURE_CLIENT_ID", runbook_sandbox::SANDBOX_CLIENT_ID.to_string()),
+        ("AZURE_CLIENT_SECRET", runbook_sandbox::SANDBOX_CLIENT_SECRET.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+pub async fn start(options: &SandboxOptions, dir: &Path) -> CliResult<(Sandbox, PathBuf)> {
+    let sandbox = Sandbox::start(config(options))
+        .await
+        .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot start the sandbox: {e:?}")))?;
+    std::fs::create_dir_all(dir).map_err(|e| CliError::user(format!("cannot create `{}`: {e}", dir.display())))?;
+    let ca_file = dir.join("sandbox-ca.pem");
+    std::fs::write(&ca_file, sandbox.ca_pem()).map_err(|e| CliError::Internal(e.into()))?;
+    Ok((sandbox, ca_file))
+}
+
+pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf) -> CliResult {
+    let (sandbox, ca_file) = start(&options, &dir).await?;
+    let settings = azure_env(&sandbox, &ca_file);
+    seed(&settings, sandbox.ca_pem()).await?;
+    let exports: String = settings.iter().map(|(k, v)| format!("export {k}={v}\n")).collect();
+    // The file holds the sandbox client's secret, so it is 0600 and the terminal never shows it.
+    let env_file = dir.join("sandbox.env");
+    write_private(&env_file, exports.as_bytes())?;
+    if env.json {
+        println!(
+            "{}",
+            serde_json::json!({ "env_file": env_file, "ca_file": ca_file, "arm_endpoint": sandbox.arm_endpoint() })
+        );
+    } else {
+        eprintln!(
+            "sandbox Azure is up on loopback: ARM {}, Graph {}",
+            sandbox.arm_endpoint(),
+            sandbox.graph_endpoint()
+        );
+        eprintln!("point runbook at it with:  source {}", env_file.display());
+        eprintln!("Ctrl-C stops it (its state lives in memory).");
+    }
+    sandbox.run_until_ctrl_c().await.map_err(|e| CliError::Internal(e.into()))?;
+    Ok(Exit::Ok)
+}
+
+/// The settings include the sandbox's client secret: written 0600 like every file holding one.
+fn write_private(path: &Path, bytes: &[u8]) -> CliResult<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| CliError::user(format!("cannot write `{}`: {e}", path.display())))?;
+    file.write_all(bytes).map_err(|e| CliError::Internal(e.into()))
+}
+
+/// Seeds what exists before Phase 1 in a real subscription (the parent DNS zone), getting
+/// through the fault model with a few tries.
+pub async fn seed(settings: &BTreeMap<String, String>, ca_pem: &str) -> CliResult<()> {
+    let mut seeded = seed_parent_zone(settings, ca_pem).await;
+    for _ in 0..20 {
+        if seeded.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        seeded = seed_parent_zone(settings, ca_pem).await;
+    }
+    seeded.map_err(|e| CliError::Internal(e.context("seeding the sandbox's parent DNS zone")))
+}
+
+/// What exists before Phase 1 in a real subscription: the parent DNS zone the delegation goes into.
+async fn seed_parent_zone(settings: &BTreeMap<String, String>, ca_pem: &str) -> anyhow::Result<()> {
+    let client =
+        reqwest::Client::builder().add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes())?).build()?;
+    let token: Value = client
+        .post(format!("{}{}/oauth2/v2.0/token", settings["RUNBOOK_AUTHORITY_HOST"], settings["AZURE_TENANT_ID"]))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(
+            [
+                ("grant_type", "client_credentials"),
+                ("client_id", settings["AZURE_CLIENT_ID"].as_str()),
+                ("client_secret", settings["AZURE_CLIENT_SECRET"].as_str()),
+                ("scope", "https://management.azure.com/.default"),
+            ]
+            .iter()
+            .map(|(k, v)| format!("{k}={}", form_encode(v)))
+            .collect::<Vec<_>>()
+            .join("&"),
+        )
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let bearer = format!("Bearer {}", token["access_token"].as_str().unwrap_or_default());
+    let base = format!(
+        "{}subscriptions/{}/resourceGroups/dns-parent",
+        settings["RUNBOOK_ARM_ENDPOINT"], settings["AZURE_SUBSCRIPTION_ID"]
+    );
+    for (url, body) in [
+        (format!("{base}?api-version=2021-04-01"), json!({ "location": "eastus" })),
+        (
+            format!("{base}/providers/Microsoft.Network/dnsZones/example.com?api-version=2018-05-01"),
+            json!({ "location": "global" }),
+        ),
+    ] {
+        client.put(url).header("Authorization", &bearer).json(&body).send().await?.error_for_status()?;
+    }
+    Ok(())
+}
+
+fn form_encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}

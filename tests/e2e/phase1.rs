@@ -1,0 +1,214 @@
+//! Phase 1 end to end against the built-in sandbox: the whole procedure, its idempotence, its
+//! behaviour under injected faults, and `kill -9` at random moments followed by `resume`.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{TestEnv, contains_bytes, runbook_bin};
+
+fn count(resources: &[Value], pattern: impl Fn(&str) -> bool) -> usize {
+    resources.iter().filter(|r| pattern(r.as_str().unwrap())).count()
+}
+
+fn is_identity(id: &str) -> bool {
+    id.contains("/userAssignedIdentities/") && !id.contains("/federatedIdentityCredentials/")
+}
+
+fn is_credential(id: &str) -> bool {
+    id.contains("/federatedIdentityCredentials/")
+}
+
+#[test]
+fn rehearsal_creates_everything_once_and_a_second_pass_writes_nothing() {
+    let env = TestEnv::new();
+    let out = env.run(&["rehearse", "--phase", "1", "--check-idempotent", "--output", "json", "--dir", "rehearsals"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let result = out.last_json();
+    assert_eq!(result["runs"][0]["runbook"], "phase1-workload-identity");
+    assert_eq!(result["runs"][0]["status"], "succeeded");
+    assert_eq!(result["second_pass_write_requests"], 0, "running Phase 1 again must not write");
+    let resources = result["resources"].as_array().unwrap();
+    assert_eq!(count(resources, is_identity), 7, "{resources:#?}");
+    assert_eq!(count(resources, is_credential), 12, "{resources:#?}");
+    for kind in [
+        "/storageAccounts/rehearsaloidc",
+        "/containers/rehearsaloidc",
+        "/dnszones/rehearse.example.com",
+        "/NS/rehearse",
+    ] {
+        assert!(
+            count(resources, |r| r.to_lowercase().contains(&kind.to_lowercase())) >= 1,
+            "{kind} missing: {resources:#?}"
+        );
+    }
+    assert!(count(resources, |r| r.contains("/roleAssignments/")) >= 3, "{resources:#?}");
+
+    let workdir = PathBuf::from(result["workdir"].as_str().unwrap());
+    // workload-identities.json: the 7 keys hypershift reads, each a client id.
+    let identities: Value =
+        serde_json::from_str(&std::fs::read_to_string(workdir.join("workload-identities.json")).unwrap()).unwrap();
+    let keys: Vec<&String> = identities.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["imageRegistry", "ingress", "file", "disk", "nodePoolManagement", "cloudProvider", "network"]);
+    for (_, entry) in identities.as_object().unwrap() {
+        assert_eq!(entry["clientID"].as_str().unwrap().len(), 36);
+    }
+    // Files with secrets are 0600; the secrets they hold are nowhere in the journal or output.
+    for secret_file in ["azure_mgmt.json", "azure-credentials.json", "serviceaccount-signer.private"] {
+        let mode = std::fs::metadata(workdir.join(secret_file)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{secret_file}");
+    }
+    let mgmt: Value = serde_json::from_str(&std::fs::read_to_string(workdir.join("azure_mgmt.json")).unwrap()).unwrap();
+    let secret = mgmt["aadClientSecret"].as_str().unwrap().to_string();
+    assert!(secret.len() > 10);
+    assert!(!out.all().contains(&secret));
+    let journal = workdir.join("journal.db");
+    let mut bytes = std::fs::read(&journal).unwrap();
+    bytes.extend(std::fs::read(format!("{}-wal", journal.display())).unwrap_or_default());
+    assert!(!contains_bytes(&bytes, &secret), "the External DNS secret is in the journal");
+    let key = std::fs::read_to_string(workdir.join("serviceaccount-signer.private")).unwrap();
+    let key_line = key.lines().nth(5).unwrap();
+    assert!(!contains_bytes(&bytes, key_line), "the private key is in the journal");
+
+    // The hand-off checkpoint holds what the procedure lists, readable by the next persona.
+    let issuer =
+        env.run_bare(&["--journal", journal.to_str().unwrap(), "get", "phase1-workload-identity.oidc_issuer_url"]);
+    assert_eq!(issuer.code, 0, "{}", issuer.all());
+    assert!(issuer.stdout.trim().ends_with("/rehearsaloidc/rehearsaloidc"), "{}", issuer.stdout);
+    let audit = env.run_bare(&["--journal", journal.to_str().unwrap(), "audit", "--verify"]);
+    assert_eq!(audit.code, 0, "{}", audit.all());
+}
+
+#[test]
+fn rehearsal_completes_under_injected_faults() {
+    let env = TestEnv::new();
+    let out =
+        env.run(&["rehearse", "--phase", "1", "--faults", "--seed", "5", "--output", "json", "--dir", "rehearsals"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let result = out.last_json();
+    assert_eq!(result["runs"][0]["status"], "succeeded");
+    let resources = result["resources"].as_array().unwrap();
+    assert_eq!(count(resources, is_credential), 12);
+    // Faults really happened and were retried.
+    let journal = PathBuf::from(result["journal"].as_str().unwrap());
+    let db = rusqlite::Connection::open(journal).unwrap();
+    let retried: i64 = db
+        .query_row(
+            "SELECT count(*) FROM events WHERE kind = 'step_finished' AND json_extract(data, '$.will_retry') = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(retried > 0, "the fault model injected nothing");
+}
+
+/// A sandbox in its own process, so runs against it can be killed and resumed.
+struct SandboxProcess {
+    child: Child,
+    settings: BTreeMap<String, String>,
+    dir: PathBuf,
+}
+
+impl SandboxProcess {
+    fn start(dir: &Path) -> SandboxProcess {
+        let child = Command::new(runbook_bin())
+            .args(["sandbox", "up", "--latency-scale", "0.05", "--dir", dir.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sandbox starts");
+        let env_file = dir.join("sandbox.env");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !env_file.exists() {
+            assert!(Instant::now() < deadline, "the sandbox never wrote {}", env_file.display());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let settings = std::fs::read_to_string(&env_file)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+            .collect();
+        SandboxProcess { child, settings, dir: dir.to_path_buf() }
+    }
+
+    fn state(&self) -> Value {
+        let ca = reqwest::Certificate::from_pem(&std::fs::read(self.dir.join("sandbox-ca.pem")).unwrap()).unwrap();
+        let client = reqwest::blocking::Client::builder().add_root_certificate(ca).build().unwrap();
+        let url = format!("{}.sandbox/state", self.settings["RUNBOOK_ARM_ENDPOINT"]);
+        client.get(url).send().unwrap().json().unwrap()
+    }
+}
+
+impl Drop for SandboxProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn kill_9_at_ten_moments_then_resume_reaches_the_same_state_without_duplicates() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    let vars = env.write(
+        "phase1.vars.toml",
+        &format!(
+            "prefix = \"killtest\"\noidc_storage_account = \"killtestoidc\"\nexternal_dns = true\nca_file = \"{}\"\n",
+            sandbox.dir.join("sandbox-ca.pem").display()
+        ),
+    );
+    let command = |args: &[&str]| {
+        let mut command = env.command(args);
+        command.envs(&sandbox.settings).stdout(Stdio::null()).stderr(Stdio::piped());
+        command
+    };
+    // Ten kills at spread, deterministic moments: early (identities), middle (OIDC, credentials), late (gates).
+    for delay_ms in [150u64, 900, 400, 1300, 250, 700, 1100, 500, 1600, 350] {
+        // Until a run is journaled there is nothing to resume: start it (again).
+        let has_run = env.run(&["status"]).code == 0;
+        let args: Vec<&str> = if !has_run {
+            vec!["run", "phase1-workload-identity", "--vars", vars.to_str().unwrap()]
+        } else {
+            vec!["resume", "--rerun-interrupted"]
+        };
+        let mut child = command(&args).spawn().expect("runbook starts");
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let finished = child.try_wait().unwrap().is_some();
+        let _ = child.kill();
+        let _ = child.wait();
+        if finished && env.run(&["status", "--output", "json"]).last_json()["status"] == "succeeded" {
+            break;
+        }
+    }
+    let mut done = false;
+    for _ in 0..5 {
+        let output = command(&["resume", "--rerun-interrupted"]).output().unwrap();
+        eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+        if output.status.success() {
+            done = true;
+            break;
+        }
+    }
+    assert!(done, "resume never completed Phase 1");
+    assert_eq!(env.run(&["status", "--output", "json"]).last_json()["status"], "succeeded");
+
+    let invocations = env.events().iter().filter(|(kind, ..)| kind == "run_started").count();
+    assert!(invocations >= 5, "the kills interrupted the run several times ({invocations} invocations)");
+
+    let state = sandbox.state();
+    let resources = state["resources"].as_array().unwrap();
+    assert_eq!(count(resources, is_identity), 7, "{resources:#?}");
+    assert_eq!(count(resources, is_credential), 12, "no duplicate federated credential: {resources:#?}");
+    for app in state["applications"].as_array().unwrap() {
+        let passwords = app["passwordCredentials"].as_array().unwrap();
+        assert_eq!(passwords.len(), 1, "exactly one password per service principal: {app}");
+    }
+    assert_eq!(state["applications"].as_array().unwrap().len(), 2, "External DNS and cluster operations");
+    let verify = env.run(&["audit", "--verify"]);
+    assert_eq!(verify.code, 0, "{}", verify.all());
+}
