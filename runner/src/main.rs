@@ -1,21 +1,3 @@
-use clap::Parser;
-use runbook::cli::{self, Cli, OutputFormat};
-
 fn main() {
-    let cli = Cli::parse();
-    let json = cli.global.output == OutputFormat::Json;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime starts");
-    let exit = match runtime.block_on(cli::dispatch(cli)) {
-        Ok(exit) => exit,
-        Err(error) => {
-            if json {
-                println!("{}", error.to_json());
-            }
-            eprint!("{}", error.render());
-            error.exit()
-        }
-    };
-    // Leave without waiting for stray blocking tasks (e.g. a stdin reader of a killed program).
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
-    std::process::exit(exit as i32);
+    runbook::cli::entry::main()
 }

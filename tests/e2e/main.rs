@@ -7,6 +7,7 @@ mod interrupt;
 mod invalid_inputs;
 mod phase1;
 mod resume;
+mod retries;
 mod schema;
 mod secrets;
 mod support;

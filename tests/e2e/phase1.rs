@@ -32,6 +32,7 @@ fn rehearsal_creates_everything_once_and_a_second_pass_writes_nothing() {
     assert_eq!(result["runs"][0]["runbook"], "phase1-workload-identity");
     assert_eq!(result["runs"][0]["status"], "succeeded");
     assert_eq!(result["second_pass_write_requests"], 0, "running Phase 1 again must not write");
+    assert_eq!(result["concurrent_write_conflicts"], 0, "credentials are serialized per identity");
     let resources = result["resources"].as_array().unwrap();
     assert_eq!(count(resources, is_identity), 7, "{resources:#?}");
     assert_eq!(count(resources, is_credential), 12, "{resources:#?}");

@@ -40,20 +40,9 @@ impl Run {
     }
 }
 
-/// The directory cargo put the test binaries in; the `runbook` binary is built beside them.
-fn bin_dir() -> PathBuf {
-    let stepper = PathBuf::from(env!("CARGO_BIN_EXE_stepper"));
-    stepper.parent().expect("bin dir").to_path_buf()
-}
-
+/// The CLI under test: built by cargo for this package's tests, so it is never missing or stale.
 pub fn runbook_bin() -> PathBuf {
-    let bin = bin_dir().join("runbook");
-    assert!(
-        bin.exists(),
-        "the runbook binary is missing at {}: build the workspace (cargo test --workspace builds it)",
-        bin.display()
-    );
-    bin
+    PathBuf::from(env!("CARGO_BIN_EXE_runbook-under-test"))
 }
 
 pub fn stepper_bin() -> String {

@@ -4,6 +4,7 @@ mod approve;
 mod audit;
 mod bench;
 mod catalog;
+pub mod entry;
 mod env;
 pub mod exit;
 mod inspect;

@@ -129,11 +129,21 @@ pub async fn rehearse(
     }
     let resources = rehearsal.sandbox.resource_ids();
     let writes = rehearsal.write_requests();
+    // Serializing writes per identity must mean Azure never had to refuse one as concurrent.
+    let concurrent_write_conflicts = rehearsal
+        .sandbox
+        .request_log()
+        .iter()
+        .filter(|r| {
+            r.error_code.as_deref() == Some("ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity")
+        })
+        .count();
     let journal = rehearsal.env.journal_path.clone();
     if env.json {
         println!(
             "{}",
             json!({ "runs": runs, "resources": resources, "write_requests": writes, "second_pass_write_requests": second_pass_writes,
+                    "concurrent_write_conflicts": concurrent_write_conflicts,
                     "workdir": rehearsal.workdir, "journal": journal })
         );
     } else {

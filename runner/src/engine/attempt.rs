@@ -48,23 +48,28 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
     let mut tries = 0u32;
     loop {
         tries += 1;
-        shared
-            .writer
-            .append(vec![NewEvent {
-                run_id: shared.run_id.clone(),
-                kind: "step_started".into(),
-                step: Some(job.instance.clone()),
-                attempt: Some(attempt),
-                data: json!({
-                    "kind": job.def.spec.kind,
-                    "reason": job.reason,
-                    "digest": job.digest,
-                    "input_digests": job.input_digests,
-                    "inputs": job.redacted_inputs,
-                    "idempotent": job.def.idempotent,
-                }),
-            }])
-            .await?;
+        let started_event = NewEvent {
+            run_id: shared.run_id.clone(),
+            kind: "step_started".into(),
+            step: Some(job.instance.clone()),
+            attempt: Some(attempt),
+            data: json!({
+                "kind": job.def.spec.kind,
+                "reason": job.reason,
+                "digest": job.digest,
+                "input_digests": job.input_digests,
+                "inputs": job.redacted_inputs,
+                "idempotent": job.def.idempotent,
+                "started_at": jiff::Timestamp::now().to_string(),
+            }),
+        };
+        // The intent to run must be durable before a step that is unsafe to repeat takes effect,
+        // so a crash leaves "interrupted" in the journal. An idempotent step is simply run again
+        // after a crash, so its start is committed together with its end: one commit, not two.
+        let mut pending_start = Some(started_event);
+        if !job.def.idempotent {
+            shared.writer.append(vec![pending_start.take().expect("just set")]).await?;
+        }
         let _ = shared.events.send(EngineEvent::StepStarted {
             step: job.instance.clone(),
             attempt,
@@ -93,21 +98,24 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                 let (journaled, secret_texts) = seal_outputs(&job, &shared.journal, &outcome.outputs);
                 shared
                     .writer
-                    .append(vec![NewEvent {
-                        run_id: shared.run_id.clone(),
-                        kind: "step_finished".into(),
-                        step: Some(job.instance.clone()),
-                        attempt: Some(attempt),
-                        data: json!({
-                            "kind": job.def.spec.kind,
-                            "status": "succeeded",
-                            "digest": job.digest,
-                            "input_digests": job.input_digests,
-                            "outputs": journaled,
-                            "evidence": job.redactor.value(&outcome.evidence),
-                            "duration_ms": millis(elapsed),
-                        }),
-                    }])
+                    .append(with_start(
+                        pending_start.take(),
+                        NewEvent {
+                            run_id: shared.run_id.clone(),
+                            kind: "step_finished".into(),
+                            step: Some(job.instance.clone()),
+                            attempt: Some(attempt),
+                            data: json!({
+                                "kind": job.def.spec.kind,
+                                "status": "succeeded",
+                                "digest": job.digest,
+                                "input_digests": job.input_digests,
+                                "outputs": journaled,
+                                "evidence": job.redactor.value(&outcome.evidence),
+                                "duration_ms": millis(elapsed),
+                            }),
+                        },
+                    ))
                     .await?;
                 let _ = shared.events.send(EngineEvent::StepFinished {
                     step: job.instance.clone(),
@@ -141,22 +149,25 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                 }
                 shared
                     .writer
-                    .append(vec![NewEvent {
-                        run_id: shared.run_id.clone(),
-                        kind: "step_finished".into(),
-                        step: Some(job.instance.clone()),
-                        attempt: Some(attempt),
-                        data: json!({
-                            "kind": job.def.spec.kind,
-                            "status": status_name(status),
-                            "digest": job.digest,
-                            "input_digests": job.input_digests,
-                            "error": error,
-                            "will_retry": will_retry,
-                            "retry_in_ms": delay.filter(|_| will_retry).map(millis),
-                            "duration_ms": millis(elapsed),
-                        }),
-                    }])
+                    .append(with_start(
+                        pending_start.take(),
+                        NewEvent {
+                            run_id: shared.run_id.clone(),
+                            kind: "step_finished".into(),
+                            step: Some(job.instance.clone()),
+                            attempt: Some(attempt),
+                            data: json!({
+                                "kind": job.def.spec.kind,
+                                "status": status_name(status),
+                                "digest": job.digest,
+                                "input_digests": job.input_digests,
+                                "error": error,
+                                "will_retry": will_retry,
+                                "retry_in_ms": delay.filter(|_| will_retry).map(millis),
+                                "duration_ms": millis(elapsed),
+                            }),
+                        },
+                    ))
                     .await?;
                 if will_retry {
                     let delay = delay.expect("retryable");
@@ -185,6 +196,10 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
             }
         }
     }
+}
+
+fn with_start(start: Option<NewEvent>, finished: NewEvent) -> Vec<NewEvent> {
+    start.into_iter().chain(std::iter::once(finished)).collect()
 }
 
 pub fn status_name(status: StepStatus) -> &'static str {

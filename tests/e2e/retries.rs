@@ -1,0 +1,98 @@
+//! The engine's retry decisions as an operator sees them: Retry-After is never cut short, and a
+//! run whose retry budget is spent fails with a plain reason instead of looping.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+
+use crate::support::TestEnv;
+
+/// Answers the first request with 429 + `Retry-After: 1`, every later one with 200.
+fn throttling_server() -> (String, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/doc", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        for (i, stream) in listener.incoming().take(2).enumerate() {
+            let mut stream = stream.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let response = if i == 0 {
+                "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    .to_string()
+            } else {
+                let body = r#"{"issuer":"ok"}"#;
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+            };
+            stream.write_all(response.as_bytes()).unwrap();
+        }
+    });
+    (url, handle)
+}
+
+fn micros(ts: &str) -> i64 {
+    // Fixed-width RFC 3339 with microseconds: 2026-11-22T00:51:00.123456Z
+    let time = &ts[11..26];
+    let (hms, frac) = time.split_once('.').unwrap();
+    let parts: Vec<i64> = hms.split(':').map(|p| p.parse().unwrap()).collect();
+    ((parts[0] * 60 + parts[1]) * 60 + parts[2]) * 1_000_000 + frac.parse::<i64>().unwrap()
+}
+
+#[test]
+fn retry_after_is_honoured_never_earlier() {
+    let env = TestEnv::new();
+    let (url, server) = throttling_server();
+    let runbook = env.write(
+        "throttled.toml",
+        &format!(
+            r#"
+[runbook]
+name = "throttled"
+[[steps]]
+id = "check"
+kind = "http"
+retry = {{ attempts = 3, backoff = "10ms" }}
+inputs.url = "{url}"
+inputs.expect_json = {{ "/issuer" = "ok" }}
+"#
+        ),
+    );
+    let run = env.run(&["run", runbook.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.all());
+    server.join().unwrap();
+    let db = rusqlite::Connection::open(env.journal()).unwrap();
+    let mut rows = db.prepare("SELECT kind, ts, data FROM events WHERE step = 'check' ORDER BY seq").unwrap();
+    let events: Vec<(String, String, String)> =
+        rows.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(kinds, ["step_started", "step_finished", "step_started", "step_finished"]);
+    let first_end: serde_json::Value = serde_json::from_str(&events[1].2).unwrap();
+    assert_eq!(first_end["error"]["code"], "HttpStatus429");
+    assert_eq!(first_end["retry_in_ms"], 1000, "the server's Retry-After, not the 10 ms backoff");
+    let waited = micros(&events[2].1) - micros(&events[1].1);
+    assert!(waited >= 1_000_000, "retried after {waited} µs, before the server's Retry-After of 1 s");
+}
+
+#[test]
+fn an_exhausted_retry_budget_fails_with_a_clear_reason() {
+    let env = TestEnv::new();
+    let runbook = env.write(
+        "budget.toml",
+        r#"
+[runbook]
+name = "budget"
+retry_budget = 2
+[[steps]]
+id = "flaky"
+kind = "exec"
+retry = { attempts = 10, backoff = "10ms" }
+inputs.argv = ["{stepper}", "append", "{dir}/log", "try", "fail", "75"]
+inputs.retry_exit_codes = [75]
+"#,
+    );
+    let run = env.run(&["run", runbook.to_str().unwrap()]);
+    assert_eq!(run.code, 3, "{}", run.all());
+    assert_eq!(env.log("log").len(), 3, "the first attempt and the budget's two retries");
+    assert!(run.stderr.contains("retry budget is used up"), "{}", run.stderr);
+}
