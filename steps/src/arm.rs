@@ -223,7 +223,7 @@ impl StepKind for Arm {
         outputs
     }
 
-    fn idempotent(&self) -> bool {
+    fn idempotent(&self, _inputs: &Value) -> bool {
         true
     }
 

@@ -246,7 +246,7 @@ impl StepKind for Blob {
         names.into_iter().map(|n| OutputDecl { name: n.to_string(), secret: false }).collect()
     }
 
-    fn idempotent(&self) -> bool {
+    fn idempotent(&self, _inputs: &Value) -> bool {
         true
     }
 

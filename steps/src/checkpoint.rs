@@ -45,7 +45,7 @@ impl StepKind for Checkpoint {
         keys("values").into_iter().chain(keys("files")).map(|name| OutputDecl { name, secret: false }).collect()
     }
 
-    fn idempotent(&self) -> bool {
+    fn idempotent(&self, _inputs: &Value) -> bool {
         true
     }
 

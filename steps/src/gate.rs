@@ -90,7 +90,7 @@ impl StepKind for Gate {
         outputs
     }
 
-    fn idempotent(&self) -> bool {
+    fn idempotent(&self, _inputs: &Value) -> bool {
         true
     }
 

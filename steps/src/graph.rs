@@ -194,10 +194,11 @@ impl StepKind for Graph {
         outputs
     }
 
-    /// Not idempotent: a password mint cannot be repeated without asking (a new secret replaces
-    /// the one consumers may hold), so the engine asks the operator after an interruption.
-    fn idempotent(&self) -> bool {
-        false
+    /// A password mint cannot be repeated without asking (a new secret replaces the one consumers
+    /// may hold), so the engine asks the operator after an interruption. Applications and service
+    /// principals are found again by name and app id, so re-running them is safe.
+    fn idempotent(&self, inputs: &Value) -> bool {
+        inputs.get("action").and_then(Value::as_str) != Some("password")
     }
 
     async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {

@@ -57,7 +57,7 @@ impl StepKind for Http {
         outputs
     }
 
-    fn idempotent(&self) -> bool {
+    fn idempotent(&self, _inputs: &Value) -> bool {
         true
     }
 

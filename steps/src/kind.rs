@@ -35,8 +35,9 @@ pub trait StepKind: Send + Sync {
     /// The outputs this step will produce, from its (unresolved) inputs and output specs.
     fn declared_outputs(&self, inputs: &Value, specs: &BTreeMap<String, OutputSpec>) -> Vec<OutputDecl>;
 
-    /// Whether re-running after an interruption is safe without asking the operator.
-    fn idempotent(&self) -> bool {
+    /// Whether re-running after an interruption is safe without asking the operator. Given the
+    /// step's (unresolved) inputs, since one kind can hold both kinds of action.
+    fn idempotent(&self, _inputs: &Value) -> bool {
         false
     }
 

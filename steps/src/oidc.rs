@@ -61,7 +61,7 @@ impl StepKind for Oidc {
             .collect()
     }
 
-    fn idempotent(&self) -> bool {
+    fn idempotent(&self, _inputs: &Value) -> bool {
         true
     }
 

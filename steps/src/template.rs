@@ -58,7 +58,7 @@ impl StepKind for Template {
         ["path", "sha256"].iter().map(|n| OutputDecl { name: n.to_string(), secret: false }).collect()
     }
 
-    fn idempotent(&self) -> bool {
+    fn idempotent(&self, _inputs: &Value) -> bool {
         true
     }
 

@@ -231,7 +231,8 @@ async fn password_secret_is_a_declared_secret_output_and_nowhere_else() {
     let declared = rig.graph.declared_outputs(&inputs, &BTreeMap::new());
     let secret_outputs: Vec<&str> = declared.iter().filter(|d| d.secret).map(|d| d.name.as_str()).collect();
     assert_eq!(secret_outputs, vec!["secret"]);
-    assert!(!rig.graph.idempotent(), "the engine must ask before re-running a mint");
+    assert!(!rig.graph.idempotent(&json!({ "action": "password" })), "the engine must ask before re-running a mint");
+    assert!(rig.graph.idempotent(&json!({ "action": "application" })), "applications are found again by name");
 
     let minted = rig.run_step("dns-secret", inputs).await.unwrap();
     let secret = text(&minted, "secret");

@@ -58,7 +58,7 @@ pub fn validate(doc: &Document, file: &RunbookFile, registry: &Registry) -> Resu
             );
         }
         let outputs = kind.declared_outputs(&Value::Object(spec.inputs.clone()), &spec.outputs);
-        let idempotent = spec.idempotent.unwrap_or(kind.idempotent());
+        let idempotent = spec.idempotent.unwrap_or(kind.idempotent(&Value::Object(spec.inputs.clone())));
         let inputs_schema = std::sync::Arc::new(kind.inputs_schema());
         let default_retry = RetryPolicy { attempts: kind.default_attempts(), ..RetryPolicy::default() };
         defs.push(StepDef {
