@@ -2,6 +2,7 @@
 
 mod approval;
 mod audit_verify;
+mod azure_flags;
 mod concurrency;
 mod interrupt;
 mod invalid_inputs;

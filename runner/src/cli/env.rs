@@ -21,6 +21,20 @@ pub struct Env {
     pub parallelism: Option<usize>,
 }
 
+/// The step kinds; with `--azure-credential`, the Azure kinds see it in place of the
+/// environment's RUNBOOK_AZURE_CREDENTIAL.
+fn registry_for(global: &Global) -> Registry {
+    let mut registry = crate::registry();
+    if let Some(choice) = global.azure_credential {
+        let mut settings: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+        settings.insert("RUNBOOK_AZURE_CREDENTIAL".into(), choice.setting().into());
+        registry.register(Arc::new(runbook_steps::Arm::with_env(settings.clone())));
+        registry.register(Arc::new(runbook_steps::Graph::with_env(settings.clone())));
+        registry.register(Arc::new(runbook_steps::Blob::with_env(settings)));
+    }
+    registry
+}
+
 impl Env {
     pub fn new(global: &Global) -> Self {
         let json = global.output == OutputFormat::Json;
@@ -29,7 +43,7 @@ impl Env {
             journal_path: global.journal.clone().unwrap_or_else(|| PathBuf::from(".runbook/journal.db")),
             json,
             mode: display_mode(std::io::stderr().is_terminal(), is_ci, global.quiet, global.no_progress, json),
-            registry: crate::registry(),
+            registry: registry_for(global),
             parallelism: None,
         }
     }

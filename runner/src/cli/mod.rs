@@ -42,6 +42,35 @@ pub struct Global {
     /// Plain lines instead of progress bars
     #[arg(long, global = true)]
     pub no_progress: bool,
+    /// How Azure steps sign in (overrides RUNBOOK_AZURE_CREDENTIAL)
+    #[arg(long, global = true, value_enum)]
+    pub azure_credential: Option<AzureCredential>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AzureCredential {
+    /// The Azure CLI / developer tools login
+    Cli,
+    /// AZURE_TENANT_ID, AZURE_CLIENT_ID, AZURE_CLIENT_SECRET or RUNBOOK_AZURE_CREDENTIALS_FILE
+    ClientSecret,
+    /// A federated token (AZURE_FEDERATED_TOKEN_FILE), as in a pod
+    WorkloadIdentity,
+    /// The machine's managed identity
+    ManagedIdentity,
+    /// The built-in sandbox's client (loopback endpoints only)
+    Sandbox,
+}
+
+impl AzureCredential {
+    pub fn setting(&self) -> &'static str {
+        match self {
+            AzureCredential::Cli => "cli",
+            AzureCredential::ClientSecret => "client-secret",
+            AzureCredential::WorkloadIdentity => "workload-identity",
+            AzureCredential::ManagedIdentity => "managed-identity",
+            AzureCredential::Sandbox => "sandbox",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

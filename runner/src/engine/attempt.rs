@@ -100,12 +100,11 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                     .writer
                     .append(with_start(
                         pending_start.take(),
-                        NewEvent {
-                            run_id: shared.run_id.clone(),
-                            kind: "step_finished".into(),
-                            step: Some(job.instance.clone()),
-                            attempt: Some(attempt),
-                            data: json!({
+                        finished_event(
+                            &job,
+                            &shared,
+                            attempt,
+                            json!({
                                 "kind": job.def.spec.kind,
                                 "status": "succeeded",
                                 "digest": job.digest,
@@ -114,7 +113,7 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                                 "evidence": job.redactor.value(&outcome.evidence),
                                 "duration_ms": millis(elapsed),
                             }),
-                        },
+                        ),
                     ))
                     .await?;
                 let _ = shared.events.send(EngineEvent::StepFinished {
@@ -151,12 +150,11 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                     .writer
                     .append(with_start(
                         pending_start.take(),
-                        NewEvent {
-                            run_id: shared.run_id.clone(),
-                            kind: "step_finished".into(),
-                            step: Some(job.instance.clone()),
-                            attempt: Some(attempt),
-                            data: json!({
+                        finished_event(
+                            &job,
+                            &shared,
+                            attempt,
+                            json!({
                                 "kind": job.def.spec.kind,
                                 "status": status_name(status),
                                 "digest": job.digest,
@@ -166,7 +164,7 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                                 "retry_in_ms": delay.filter(|_| will_retry).map(millis),
                                 "duration_ms": millis(elapsed),
                             }),
-                        },
+                        ),
                     ))
                     .await?;
                 if will_retry {
@@ -195,6 +193,16 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                 return Ok(JobResult::Failed { status, error });
             }
         }
+    }
+}
+
+fn finished_event(job: &Job, shared: &Shared, attempt: u32, data: Value) -> NewEvent {
+    NewEvent {
+        run_id: shared.run_id.clone(),
+        kind: "step_finished".into(),
+        step: Some(job.instance.clone()),
+        attempt: Some(attempt),
+        data,
     }
 }
 
