@@ -227,6 +227,20 @@ impl StepKind for Arm {
         true
     }
 
+    async fn preflight(&self, inputs: &Value) -> Result<(), StepError> {
+        let inputs: ArmInputs = parse_inputs(inputs)?;
+        if inputs.action != ArmAction::Ensure {
+            return Ok(());
+        }
+        let Some(id) = &inputs.id else { return Ok(()) };
+        let client = self.client().await?;
+        let subscription = inputs.subscription_id.clone().or_else(|| client.subscription_id.clone());
+        let id = resource_id::resolve(id, subscription.as_deref())?;
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let mut session = ArmSession::new(&client, &cancel);
+        crate::azure::preflight::storage_account_name(&mut session, &id).await
+    }
+
     async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
         let inputs: ArmInputs = parse_inputs(inputs)?;
         inputs.check_applicable()?;

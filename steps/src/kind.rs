@@ -48,6 +48,13 @@ pub trait StepKind: Send + Sync {
     }
 
     async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError>;
+
+    /// Checks that can be made before anything runs, on inputs known when the run is planned
+    /// (e.g. that a storage account name is still free). Errors whose code is in
+    /// [`crate::PREFLIGHT_DECISIVE_CODES`] stop `plan` and `run`; others are only reported.
+    async fn preflight(&self, _inputs: &Value) -> Result<(), StepError> {
+        Ok(())
+    }
 }
 
 /// The step kinds this build knows, by name.

@@ -24,6 +24,7 @@ mod output_spec;
 mod template;
 
 pub use arm::{Arm, ArmAction, ArmInputs, PrincipalType};
+pub use azure::preflight::DECISIVE_CODES as PREFLIGHT_DECISIVE_CODES;
 pub use azure::{AzureSettings, CredentialChoice};
 pub use blob::{Blob, BlobAction, BlobAuth, BlobInputs, BlobPublicAccess};
 pub use checkpoint::Checkpoint;

@@ -213,3 +213,19 @@ fn kill_9_at_ten_moments_then_resume_reaches_the_same_state_without_duplicates()
     let verify = env.run(&["audit", "--verify"]);
     assert_eq!(verify.code, 0, "{}", verify.all());
 }
+
+#[test]
+fn a_taken_storage_account_name_fails_before_anything_is_written() {
+    let env = TestEnv::new();
+    let out = env.run(&["rehearse", "--phase", "1", "--taken-storage-account", "rehearsaloidc", "--dir", "rehearsals"]);
+    assert_eq!(out.code, 2, "{}", out.all());
+    assert!(out.stderr.contains("StorageAccountAlreadyTaken"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("phase1-workload-identity.toml:"),
+        "the problem points into the runbook: {}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("hint:"), "{}", out.stderr);
+    let rehearsal = std::fs::read_dir(env.path().join("rehearsals")).unwrap().next().unwrap().unwrap().path();
+    assert!(!rehearsal.join("journal.db").exists(), "nothing was journaled");
+}

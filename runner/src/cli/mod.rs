@@ -213,11 +213,19 @@ pub struct SandboxArgs {
     pub faults: bool,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// A storage account name the sandbox treats as owned by someone else (repeatable)
+    #[arg(long, hide = true)]
+    pub taken_storage_account: Vec<String>,
 }
 
 impl SandboxArgs {
     fn options(&self) -> sandbox::SandboxOptions {
-        sandbox::SandboxOptions { latency_scale: self.latency_scale, faults: self.faults, seed: self.seed }
+        sandbox::SandboxOptions {
+            latency_scale: self.latency_scale,
+            faults: self.faults,
+            seed: self.seed,
+            taken_storage_accounts: self.taken_storage_account.clone(),
+        }
     }
 }
 
@@ -284,7 +292,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             );
             Ok(Exit::Ok)
         }
-        Command::Plan { name, vars, fresh, rerun } => run::plan(&env, &name, &vars, fresh, &rerun),
+        Command::Plan { name, vars, fresh, rerun } => run::plan(&env, &name, &vars, fresh, &rerun).await,
         Command::Run { name, vars, workdir, fresh, rerun } => {
             run::run(&env, &name, &vars, workdir, fresh, &rerun).await
         }

@@ -87,6 +87,49 @@ fn prepare(
     })
 }
 
+/// Asks each step whose inputs are known before the run what it can check already (a storage
+/// account name that is taken, for instance). Decisive failures stop everything before any
+/// write; others (no credentials yet on a planning machine) are shown as warnings.
+async fn preflight(env: &Env, prepared: &Prepared, work_dir: &std::path::Path) -> CliResult<()> {
+    let mut problems = Vec::new();
+    for instance in prepared.plan.instances.iter().filter(|i| !i.skipped_by_when) {
+        let def = &prepared.runbook.steps[instance.step];
+        let scope = Scope {
+            runbook: &prepared.runbook,
+            vars: &prepared.vars,
+            required: &prepared.required,
+            plan: None,
+            outputs: None,
+            item: instance.item.as_ref(),
+            run_id: "(planned)",
+            work_dir,
+        };
+        let Ok(mut resolved) = scope.resolve(&Value::Object(def.spec.inputs.clone())) else { continue };
+        crate::model::schema::coerce_scalars(&mut resolved.value, &def.inputs_schema, &def.inputs_schema);
+        match def.kind.preflight(&resolved.value).await {
+            Ok(()) => {}
+            Err(error)
+                if error.code.as_deref().is_some_and(|c| runbook_steps::PREFLIGHT_DECISIVE_CODES.contains(&c)) =>
+            {
+                let problem = prepared
+                    .runbook
+                    .doc
+                    .problem(
+                        &format!("{}/inputs/id", def.pointer()),
+                        format!("step `{}` cannot succeed: {error}", instance.id),
+                    )
+                    .maybe_hint(error.hint.clone());
+                problems.push(problem);
+            }
+            Err(error) if !env.json => {
+                eprintln!("warning: could not check step `{}` before running: {error}", instance.id)
+            }
+            Err(_) => {}
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(CliError::Problems(problems)) }
+}
+
 /// Steps interrupted mid-flight whose kind is not idempotent need the operator's word.
 fn check_interrupted(prepared: &Prepared, prior: &Prior, rerun: &RerunArgs) -> CliResult<()> {
     let needs_word: Vec<String> = prior
@@ -115,12 +158,13 @@ fn rerun_set(rerun: &RerunArgs) -> HashSet<String> {
     rerun.rerun.iter().cloned().collect()
 }
 
-pub fn plan(env: &Env, name: &str, var_args: &VarArgs, fresh: bool, rerun: &RerunArgs) -> CliResult {
+pub async fn plan(env: &Env, name: &str, var_args: &VarArgs, fresh: bool, rerun: &RerunArgs) -> CliResult {
     let runbook = env.load_runbook(name)?;
     let inputs = VarInputs { file: var_args.vars_file.clone(), overrides: parse_overrides(&var_args.vars)? };
     let journal = env.existing_journal()?;
     let work_dir = std::env::current_dir().map_err(|e| CliError::Internal(e.into()))?;
     let prepared = prepare(runbook, &inputs, journal.as_deref(), "(planned)", &work_dir)?;
+    preflight(env, &prepared, &work_dir).await?;
     let prior = match &journal {
         Some(j) if !fresh => plan::load_prior(j, prepared.runbook.name(), None, false)?,
         _ => Prior::default(),
@@ -294,6 +338,7 @@ pub async fn run(
     let run_id = who::new_run_id();
     // Everything is validated against the journal as it is before anything is written to it.
     let prepared = prepare(runbook, &inputs, env.existing_journal()?.as_deref(), &run_id, &work_dir)?;
+    preflight(env, &prepared, &work_dir).await?;
     std::fs::create_dir_all(&work_dir)
         .map_err(|e| CliError::user(format!("cannot create workdir `{}`: {e}", work_dir.display())))?;
 

@@ -17,10 +17,12 @@ pub struct SandboxOptions {
     pub latency_scale: f64,
     pub faults: bool,
     pub seed: u64,
+    pub taken_storage_accounts: Vec<String>,
 }
 
 pub fn config(options: &SandboxOptions) -> SandboxConfig {
     let mut config = SandboxConfig::scaled(options.latency_scale);
+    config.taken_storage_account_names = options.taken_storage_accounts.clone();
     if options.faults {
         config.faults = FaultModel {
             seed: options.seed,

@@ -16,6 +16,7 @@ pub mod graph_password;
 pub mod hints;
 pub mod lro;
 pub mod pipeline;
+pub mod preflight;
 pub mod registration;
 pub mod resource_id;
 pub mod role_assignment;

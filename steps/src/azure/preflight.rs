@@ -1,0 +1,51 @@
+//! What an `arm` step can check before anything runs. Storage account names are global across
+//! Azure, so a name someone else holds is known up front and should fail `plan`, not step 9 of 14.
+
+use azure_core::http::Method;
+use regex::Regex;
+use serde_json::json;
+
+use crate::StepError;
+use crate::azure::session::ArmSession;
+
+/// The api-version used for the availability check (any current Microsoft.Storage version works).
+const STORAGE_API_VERSION: &str = "2023-05-01";
+
+/// Codes a preflight returns for problems that make the step certain to fail.
+pub const DECISIVE_CODES: &[&str] = &["StorageAccountAlreadyTaken", "AccountNameInvalid"];
+
+/// For an ensure of a storage account: fine when the account already exists (it is ours) or its
+/// name is free; otherwise the error Azure would give at creation, with a hint.
+pub async fn storage_account_name(session: &mut ArmSession<'_>, id: &str) -> Result<(), StepError> {
+    let pattern = Regex::new(
+        r"(?i)^/subscriptions/([^/]+)/resourceGroups/[^/]+/providers/Microsoft\.Storage/storageAccounts/([^/]+)$",
+    )
+    .expect("valid pattern");
+    let Some(parts) = pattern.captures(id) else { return Ok(()) };
+    let (subscription, name) = (&parts[1], &parts[2]);
+    let existing = session.call(Method::Get, id, STORAGE_API_VERSION, None).await?;
+    if existing.status != 404 {
+        // Ours already, or something the step itself will report with its full context.
+        return Ok(());
+    }
+    let check = session
+        .call(
+            Method::Post,
+            &format!("/subscriptions/{subscription}/providers/Microsoft.Storage/checkNameAvailability"),
+            STORAGE_API_VERSION,
+            Some(&json!({ "name": name, "type": "Microsoft.Storage/storageAccounts" })),
+        )
+        .await?;
+    let Some(answer) = check.json().filter(|_| check.is_success()) else { return Ok(()) };
+    if answer["nameAvailable"] != false {
+        return Ok(());
+    }
+    let code = match answer["reason"].as_str() {
+        Some("AccountNameInvalid") => "AccountNameInvalid",
+        _ => "StorageAccountAlreadyTaken",
+    };
+    let message = answer["message"].as_str().unwrap_or("the name is not available");
+    Err(StepError::permanent(format!("storage account name `{name}`: {message}")).with_code(code).with_hint(
+        "storage account names are global across Azure: choose another name (3-24 lowercase letters and digits)",
+    ))
+}
