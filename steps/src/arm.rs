@@ -232,7 +232,7 @@ impl StepKind for Arm {
         if inputs.action != ArmAction::Ensure {
             return Ok(());
         }
-        let Some(id) = &inputs.id else { return Ok(()) };
+        let Some(id) = inputs.id.as_ref().filter(|id| crate::azure::preflight::applies_to(id)) else { return Ok(()) };
         let client = self.client().await?;
         let subscription = inputs.subscription_id.clone().or_else(|| client.subscription_id.clone());
         let id = resource_id::resolve(id, subscription.as_deref())?;

@@ -233,3 +233,53 @@ fn a_taken_storage_account_name_fails_before_anything_is_written() {
     let rehearsal = std::fs::read_dir(env.path().join("rehearsals")).unwrap().next().unwrap().unwrap().path();
     assert!(!rehearsal.join("journal.db").exists(), "nothing was journaled");
 }
+
+#[test]
+fn the_ccoctl_alternative_is_chosen_by_a_variable() {
+    let env = TestEnv::new();
+    let vars = env.write("v.toml", "prefix = \"demo\"\noidc_storage_account = \"demooidc123\"\n");
+    let actions = |tool: &str| -> BTreeMap<String, String> {
+        let out = env.run(&[
+            "plan",
+            "phase1-workload-identity",
+            "--vars",
+            vars.to_str().unwrap(),
+            "--var",
+            &format!("oidc_tool={tool}"),
+            "--output",
+            "json",
+        ]);
+        assert_eq!(out.code, 0, "{}", out.all());
+        out.last_json()["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["step"].as_str().unwrap().to_string(), s["action"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let native = actions("native");
+    let ccoctl = actions("ccoctl");
+    for (step, in_native) in [
+        ("signing_key", "run"),
+        ("upload_discovery", "run"),
+        ("upload_jwks", "run"),
+        ("ccoctl_key_pair", "skip"),
+        ("ccoctl_oidc_issuer", "skip"),
+    ] {
+        assert_eq!(native[step], in_native, "native: {step}");
+        assert_ne!(ccoctl[step], in_native, "ccoctl: {step}");
+    }
+    // Verification and the hand-off are the same in both modes.
+    for step in [
+        "oidc_documents",
+        "issuer_is_public",
+        "jwks_is_public",
+        "federated_credential[disk-csi-fed-id-node]",
+        "handoff",
+    ] {
+        assert_eq!(ccoctl[step], "run", "{step}");
+    }
+    let invalid =
+        env.run(&["plan", "phase1-workload-identity", "--vars", vars.to_str().unwrap(), "--var", "oidc_tool=az"]);
+    assert_eq!(invalid.code, 2, "{}", invalid.all());
+}

@@ -14,6 +14,18 @@ const STORAGE_API_VERSION: &str = "2023-05-01";
 /// Codes a preflight returns for problems that make the step certain to fail.
 pub const DECISIVE_CODES: &[&str] = &["StorageAccountAlreadyTaken", "AccountNameInvalid"];
 
+fn storage_account_pattern() -> Regex {
+    Regex::new(
+        r"(?i)^/subscriptions/([^/]+)/resourceGroups/[^/]+/providers/Microsoft\.Storage/storageAccounts/([^/]+)$",
+    )
+    .expect("valid pattern")
+}
+
+/// Whether a preflight has anything to check for this resource id (before any sign-in).
+pub fn applies_to(id: &str) -> bool {
+    storage_account_pattern().is_match(id)
+}
+
 /// For an ensure of a storage account: fine when the account already exists (it is ours) or its
 /// name is free; otherwise the error Azure would give at creation, with a hint.
 pub async fn storage_account_name(session: &mut ArmSession<'_>, id: &str) -> Result<(), StepError> {
