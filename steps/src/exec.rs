@@ -13,7 +13,18 @@ use crate::{OutputDecl, OutputSource, OutputSpec, StepContext, StepError, StepKi
 
 /// Runs a program directly from an argv array. There is deliberately no shell: values from
 /// variables can never be interpreted as shell syntax.
-pub struct Exec;
+#[derive(Default)]
+pub struct Exec {
+    /// Environment given to every program on top of the runner's own (a rehearsal points the
+    /// programs at the sandbox this way, without touching the runner's process environment).
+    base_env: BTreeMap<String, String>,
+}
+
+impl Exec {
+    pub fn with_env(base_env: BTreeMap<String, String>) -> Self {
+        Exec { base_env }
+    }
+}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -64,7 +75,8 @@ impl StepKind for Exec {
 
     async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
         let inputs: ExecInputs = parse_inputs(inputs)?;
-        let mut command = tokio::process::Command::new(&inputs.argv[0]);
+        let program = resolve_program(&inputs.argv[0], self.base_env.get("PATH"));
+        let mut command = tokio::process::Command::new(&program);
         command.args(&inputs.argv[1..]);
         if inputs.clear_env {
             command.env_clear();
@@ -74,6 +86,7 @@ impl StepKind for Exec {
                 }
             }
         }
+        command.envs(&self.base_env);
         command.envs(&inputs.env);
         command.current_dir(match &inputs.cwd {
             Some(dir) => ctx.resolve_path(dir),
@@ -183,4 +196,14 @@ impl Drop for ProcessGroupGuard {
             }
         }
     }
+}
+
+/// A bare program name is looked up in the base environment's PATH when one is set, since the
+/// spawned program's PATH does not decide where its own executable is found.
+fn resolve_program(program: &str, path: Option<&String>) -> std::path::PathBuf {
+    let Some(path) = path.filter(|_| !program.contains('/')) else { return program.into() };
+    std::env::split_paths(path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| program.into())
 }

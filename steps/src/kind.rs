@@ -67,7 +67,7 @@ impl Registry {
     /// The kinds that need no cloud: exec, template, http, gate, checkpoint.
     pub fn local() -> Self {
         let mut registry = Registry::default();
-        registry.register(Arc::new(crate::Exec));
+        registry.register(Arc::new(crate::Exec::default()));
         registry.register(Arc::new(crate::Template));
         registry.register(Arc::new(crate::Http));
         registry.register(Arc::new(crate::Gate));

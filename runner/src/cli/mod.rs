@@ -188,6 +188,9 @@ pub enum Command {
         /// Run every phase a second time and fail if that makes any write request
         #[arg(long)]
         check_idempotent: bool,
+        /// Who creates the signing key and OIDC issuer in Phase 1: native, or ccoctl (a stand-in acting on the sandbox)
+        #[arg(long, default_value = "native", value_parser = ["native", "ccoctl"])]
+        oidc_tool: String,
         #[command(flatten)]
         sandbox: SandboxArgs,
     },
@@ -306,8 +309,8 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Bench { what: BenchWhat::Phase { phase, dir, sandbox } } => {
             bench::phase(&env, phase, dir, sandbox.options()).await
         }
-        Command::Rehearse { phase, dir, check_idempotent, sandbox } => {
-            rehearse::rehearse(&env, phase, dir, sandbox.options(), check_idempotent).await
+        Command::Rehearse { phase, dir, check_idempotent, oidc_tool, sandbox } => {
+            rehearse::rehearse(&env, phase, dir, sandbox.options(), check_idempotent, &oidc_tool).await
         }
         Command::Sandbox { what: SandboxWhat::Up { dir, sandbox } } => sandbox::up(&env, sandbox.options(), dir).await,
     }

@@ -13,10 +13,10 @@ use crate::cli::{Env, RerunArgs, VarArgs, run};
 /// The phases a rehearsal can run, in order, with the variables that suit the sandbox.
 const PHASES: &[(u8, &str)] = &[(1, "phase1-workload-identity")];
 
-fn phase_vars(phase: u8, ca_file: &Path) -> String {
+fn phase_vars(phase: u8, ca_file: &Path, oidc_tool: &str) -> String {
     match phase {
         1 => format!(
-            "prefix = \"rehearse\"\noidc_storage_account = \"rehearsaloidc\"\nexternal_dns = true\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nca_file = \"{}\"\n",
+            "prefix = \"rehearse\"\noidc_storage_account = \"rehearsaloidc\"\nexternal_dns = true\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nca_file = \"{}\"\noidc_tool = \"{oidc_tool}\"\n",
             ca_file.display()
         ),
         _ => String::new(),
@@ -30,6 +30,8 @@ pub struct Rehearsal {
     pub workdir: PathBuf,
     pub ca_file: PathBuf,
     pub env: Env,
+    /// `native` or `ccoctl` (the ccoctl stand-in, acting on the sandbox).
+    pub oidc_tool: String,
 }
 
 impl Rehearsal {
@@ -47,17 +49,19 @@ impl Rehearsal {
         let mut registry = crate::registry();
         registry.register(Arc::new(runbook_steps::Arm::with_env(settings.clone())));
         registry.register(Arc::new(runbook_steps::Graph::with_env(settings.clone())));
-        registry.register(Arc::new(runbook_steps::Blob::with_env(settings)));
+        registry.register(Arc::new(runbook_steps::Blob::with_env(settings.clone())));
+        registry.register(Arc::new(runbook_steps::Exec::with_env(program_env(&workdir, settings)?)));
         let env =
             Env { journal_path: workdir.join("journal.db"), json: env.json, mode: env.mode, registry, parallelism };
-        Ok(Rehearsal { sandbox, workdir, ca_file, env })
+        Ok(Rehearsal { sandbox, workdir, ca_file, env, oidc_tool: "native".into() })
     }
 
     /// Runs one phase; returns the exit, a summary for `--output json`, and the run's
     /// `run_finished` data (timings, critical path).
     pub async fn run_phase(&self, number: u8, runbook: &str) -> CliResult<(Exit, Value, Value)> {
         let vars_file = self.workdir.join(format!("phase{number}.vars.toml"));
-        std::fs::write(&vars_file, phase_vars(number, &self.ca_file)).map_err(|e| CliError::Internal(e.into()))?;
+        std::fs::write(&vars_file, phase_vars(number, &self.ca_file, &self.oidc_tool))
+            .map_err(|e| CliError::Internal(e.into()))?;
         let vars = VarArgs { vars_file: Some(vars_file), vars: Vec::new() };
         let exit =
             run::run(&self.env, runbook, &vars, Some(self.workdir.clone()), false, &RerunArgs::default()).await?;
@@ -75,6 +79,21 @@ impl Rehearsal {
     pub fn write_requests(&self) -> usize {
         self.sandbox.request_log().iter().filter(|r| r.is_write()).count()
     }
+}
+
+/// What programs run by exec steps see in a rehearsal: the sandbox's settings, and a PATH that
+/// starts with the stand-ins (`ccoctl` is this very binary under another name).
+fn program_env(
+    workdir: &Path,
+    mut settings: std::collections::BTreeMap<String, String>,
+) -> CliResult<std::collections::BTreeMap<String, String>> {
+    let bin = workdir.join("bin");
+    std::fs::create_dir_all(&bin).map_err(|e| CliError::Internal(e.into()))?;
+    let me = std::env::current_exe().map_err(|e| CliError::Internal(e.into()))?;
+    std::os::unix::fs::symlink(&me, bin.join("ccoctl")).map_err(|e| CliError::Internal(e.into()))?;
+    let path = std::env::var("PATH").unwrap_or_default();
+    settings.insert("PATH".into(), format!("{}:{path}", bin.display()));
+    Ok(settings)
 }
 
 pub fn phases(phase: Option<u8>) -> CliResult<Vec<(u8, &'static str)>> {
@@ -95,9 +114,11 @@ pub async fn rehearse(
     base: PathBuf,
     options: SandboxOptions,
     check_idempotent: bool,
+    oidc_tool: &str,
 ) -> CliResult {
     let phases = phases(phase)?;
-    let rehearsal = Rehearsal::start(env, &base, &options, None).await?;
+    let mut rehearsal = Rehearsal::start(env, &base, &options, None).await?;
+    rehearsal.oidc_tool = oidc_tool.to_string();
     if !env.json {
         eprintln!("rehearsing against the built-in sandbox in {}", rehearsal.workdir.display());
     }

@@ -1,0 +1,16 @@
+//! Stand-ins for the external tools the procedure uses, for rehearsals against the sandbox: the
+//! `runbook` binary acts as the tool when it is started under the tool's name (a symlink the
+//! rehearsal puts first on the programs' PATH). They check flags and inputs the way the real
+//! tools do and act on whatever Azure the environment points at.
+
+pub mod ccoctl;
+
+/// Runs a stand-in when the process was started under a tool's name; returns otherwise.
+pub fn dispatch_by_name() {
+    let name = std::env::args_os()
+        .next()
+        .and_then(|arg0| std::path::Path::new(&arg0).file_name().map(|n| n.to_string_lossy().into_owned()));
+    if name.as_deref() == Some("ccoctl") {
+        std::process::exit(ccoctl::main());
+    }
+}
