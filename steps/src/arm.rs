@@ -2,6 +2,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -10,6 +11,7 @@ use crate::azure::client::ArmClient;
 use crate::azure::ensure::{Desired, ensure};
 use crate::azure::role_assignment::{self, RoleAssignment};
 use crate::azure::session::ArmSession;
+use crate::azure::settings::SettingsSource;
 use crate::azure::{AzureSettings, actions, resource_id};
 use crate::kind::{parse_inputs, schema_of};
 use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
@@ -18,19 +20,14 @@ use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcom
 /// delete, POST an action such as listKeys, or grant a role. Where ARM is and who signs in come
 /// from the environment when the step runs (see `azure::settings`), not from the runbook.
 pub struct Arm {
-    env: EnvSource,
+    env: SettingsSource,
     /// Built on first use and shared by later steps, so the token is fetched once per run.
     client: tokio::sync::OnceCell<Arc<ArmClient>>,
 }
 
-enum EnvSource {
-    Process,
-    Fixed(BTreeMap<String, String>),
-}
-
 impl Default for Arm {
     fn default() -> Self {
-        Arm { env: EnvSource::Process, client: tokio::sync::OnceCell::new() }
+        Arm { env: SettingsSource::Process, client: tokio::sync::OnceCell::new() }
     }
 }
 
@@ -38,15 +35,11 @@ impl Arm {
     /// An `arm` kind that reads its settings from `vars` instead of the process environment
     /// (tests, or an embedding program that configures Azure itself).
     pub fn with_env<K: Into<String>, V: Into<String>>(vars: impl IntoIterator<Item = (K, V)>) -> Self {
-        let vars = vars.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-        Arm { env: EnvSource::Fixed(vars), client: tokio::sync::OnceCell::new() }
+        Arm { env: SettingsSource::fixed(vars), client: tokio::sync::OnceCell::new() }
     }
 
     fn settings(&self) -> Result<AzureSettings, StepError> {
-        match &self.env {
-            EnvSource::Process => AzureSettings::from_env(),
-            EnvSource::Fixed(vars) => AzureSettings::from_lookup(&|name| vars.get(name).cloned()),
-        }
+        self.env.load()
     }
 
     async fn client(&self) -> Result<Arc<ArmClient>, StepError> {

@@ -27,6 +27,7 @@ use self::operations::PublicAccess;
 use self::sas::Sas;
 use self::target::{ContainerUrl, display_url};
 use crate::azure::settings::CA_FILE_VAR;
+use crate::azure::settings::SettingsSource;
 use crate::azure::{AzureSettings, credential, transport};
 use crate::kind::{parse_inputs, schema_of};
 use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
@@ -35,22 +36,17 @@ use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcom
 /// extra CA and the credential come from is read from the environment when a step runs (the
 /// same variables as the `arm` kind), never from the runbook.
 pub struct Blob {
-    env: EnvSource,
+    env: SettingsSource,
     /// Built on first use and shared by later steps.
     transport: tokio::sync::OnceCell<Transport>,
     /// Built on the first bearer step; azure_identity caches tokens inside the credential.
     credential: tokio::sync::OnceCell<Arc<dyn TokenCredential>>,
 }
 
-enum EnvSource {
-    Process,
-    Fixed(BTreeMap<String, String>),
-}
-
 impl Default for Blob {
     fn default() -> Self {
         Blob {
-            env: EnvSource::Process,
+            env: SettingsSource::Process,
             transport: tokio::sync::OnceCell::new(),
             credential: tokio::sync::OnceCell::new(),
         }
@@ -60,16 +56,11 @@ impl Default for Blob {
 impl Blob {
     /// A `blob` kind that reads its settings from `vars` instead of the process environment.
     pub fn with_env<K: Into<String>, V: Into<String>>(vars: impl IntoIterator<Item = (K, V)>) -> Self {
-        let vars = vars.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-        Blob { env: EnvSource::Fixed(vars), ..Blob::default() }
+        Blob { env: SettingsSource::fixed(vars), ..Blob::default() }
     }
 
     fn var(&self, name: &str) -> Option<String> {
-        let value = match &self.env {
-            EnvSource::Process => std::env::var(name).ok(),
-            EnvSource::Fixed(vars) => vars.get(name).cloned(),
-        };
-        value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+        self.env.var(name)
     }
 
     async fn transport(&self) -> Result<Transport, StepError> {

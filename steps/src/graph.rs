@@ -32,8 +32,7 @@ impl Default for Graph {
 impl Graph {
     /// A `graph` kind that reads its settings from `vars` instead of the process environment.
     pub fn with_env<K: Into<String>, V: Into<String>>(vars: impl IntoIterator<Item = (K, V)>) -> Self {
-        let vars = vars.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-        Graph { env: SettingsSource::Fixed(vars), client: tokio::sync::OnceCell::new() }
+        Graph { env: SettingsSource::fixed(vars), client: tokio::sync::OnceCell::new() }
     }
 
     async fn client(&self) -> Result<Arc<GraphClient>, StepError> {

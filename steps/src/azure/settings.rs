@@ -94,11 +94,24 @@ pub enum SettingsSource {
 }
 
 impl SettingsSource {
+    pub fn fixed<K: Into<String>, V: Into<String>>(vars: impl IntoIterator<Item = (K, V)>) -> Self {
+        SettingsSource::Fixed(vars.into_iter().map(|(k, v)| (k.into(), v.into())).collect())
+    }
+
     pub fn load(&self) -> Result<AzureSettings, StepError> {
         match self {
             SettingsSource::Process => AzureSettings::from_env(),
             SettingsSource::Fixed(vars) => AzureSettings::from_lookup(&|name| vars.get(name).cloned()),
         }
+    }
+
+    /// One setting, trimmed; None when unset or blank.
+    pub fn var(&self, name: &str) -> Option<String> {
+        let value = match self {
+            SettingsSource::Process => std::env::var(name).ok(),
+            SettingsSource::Fixed(vars) => vars.get(name).cloned(),
+        };
+        value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
     }
 }
 
