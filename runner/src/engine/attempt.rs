@@ -136,7 +136,9 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                     _ => StepStatus::Failed,
                 };
                 let retryable = error.is_transient() || (status == StepStatus::TimedOut && retry.on_timeout);
-                let delay = retryable.then(|| backoff(retry.backoff, retry.max_backoff, tries, error.retry_after()));
+                let delay = retryable.then(|| {
+                    backoff(retry.backoff, retry.max_backoff, tries, error.retry_after(), rand::random::<f64>())
+                });
                 let will_retry = retryable
                     && tries < retry.attempts
                     && !shared.hard_cancel.is_cancelled()
@@ -220,12 +222,14 @@ pub fn status_name(status: StepStatus) -> &'static str {
     }
 }
 
-/// Exponential backoff from `base`, capped, but never earlier than the server asked.
-fn backoff(base: Duration, cap: Duration, tries: u32, retry_after: Option<Duration>) -> Duration {
+/// Exponential backoff from `base`, capped, with jitter (`unit` in [0, 1) picks a point in the
+/// upper half) so parallel steps throttled together do not all come back at once; but never
+/// earlier than the server asked, and without jitter then, since it said when.
+fn backoff(base: Duration, cap: Duration, tries: u32, retry_after: Option<Duration>, unit: f64) -> Duration {
     let exponential = base.saturating_mul(2u32.saturating_pow(tries.saturating_sub(1))).min(cap);
     match retry_after {
         Some(asked) => asked.max(base.min(cap)),
-        None => exponential,
+        None => exponential.mul_f64(0.5 + 0.5 * unit.clamp(0.0, 1.0)),
     }
 }
 
@@ -264,10 +268,11 @@ mod tests {
     #[test]
     fn backoff_honours_retry_after_and_caps() {
         let s = Duration::from_secs;
-        assert_eq!(backoff(s(1), s(60), 1, None), s(1));
-        assert_eq!(backoff(s(1), s(60), 3, None), s(4));
-        assert_eq!(backoff(s(1), s(5), 10, None), s(5));
-        assert_eq!(backoff(s(1), s(60), 1, Some(s(7))), s(7));
-        assert_eq!(backoff(s(1), s(60), 4, Some(s(2))), s(2));
+        assert_eq!(backoff(s(1), s(60), 1, None, 1.0), s(1));
+        assert_eq!(backoff(s(1), s(60), 3, None, 1.0), s(4));
+        assert_eq!(backoff(s(1), s(60), 3, None, 0.0), s(2), "jitter stays in the upper half");
+        assert_eq!(backoff(s(1), s(5), 10, None, 1.0), s(5));
+        assert_eq!(backoff(s(1), s(60), 1, Some(s(7)), 0.0), s(7));
+        assert_eq!(backoff(s(1), s(60), 4, Some(s(2)), 0.3), s(2));
     }
 }
