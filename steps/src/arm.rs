@@ -13,7 +13,7 @@ use crate::azure::role_assignment::{self, RoleAssignment};
 use crate::azure::session::ArmSession;
 use crate::azure::settings::SettingsSource;
 use crate::azure::{AzureSettings, actions, resource_id};
-use crate::kind::{parse_inputs, schema_of};
+use crate::kind::{parse_inputs, required, schema_of};
 use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
 
 /// Azure Resource Manager REST: ensure a resource exists (GET, then PUT only when missing), read,
@@ -122,11 +122,7 @@ pub struct ArmInputs {
 }
 
 fn invalid(message: impl Into<String>) -> StepError {
-    StepError::permanent(message).with_code("InvalidInputs")
-}
-
-fn required<'a>(value: &'a Option<String>, name: &str, action: &str) -> Result<&'a str, StepError> {
-    value.as_deref().filter(|v| !v.trim().is_empty()).ok_or_else(|| invalid(format!("`{action}` needs `{name}`")))
+    StepError::invalid_inputs(message)
 }
 
 impl ArmInputs {

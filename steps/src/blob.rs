@@ -143,7 +143,7 @@ pub struct BlobInputs {
 }
 
 fn invalid(message: impl Into<String>) -> StepError {
-    StepError::permanent(message).with_code("InvalidInputs")
+    StepError::invalid_inputs(message)
 }
 
 impl BlobInputs {

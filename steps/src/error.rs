@@ -38,6 +38,12 @@ impl StepError {
         Self::new(ErrorClass::Permanent, message)
     }
 
+    /// Inputs a kind cannot act on (the schema cannot express every rule, e.g. which inputs an
+    /// action needs). Permanent: a retry would be refused the same way.
+    pub fn invalid_inputs(message: impl Into<String>) -> Self {
+        Self::permanent(message).with_code("InvalidInputs")
+    }
+
     pub fn transient(message: impl Into<String>, retry_after: Option<Duration>) -> Self {
         Self::new(ErrorClass::Transient { retry_after_ms: retry_after.map(|d| d.as_millis() as u64) }, message)
     }

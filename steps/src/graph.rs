@@ -114,15 +114,11 @@ pub struct GraphInputs {
 }
 
 fn invalid(message: impl Into<String>) -> StepError {
-    StepError::permanent(message).with_code("InvalidInputs")
+    StepError::invalid_inputs(message)
 }
 
 fn required<'a>(value: &'a Option<String>, name: &str, action: GraphAction) -> Result<&'a str, StepError> {
-    value
-        .as_deref()
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .ok_or_else(|| invalid(format!("`{}` needs `{name}`", action.name())))
+    crate::kind::required(value, name, action.name())
 }
 
 impl GraphInputs {

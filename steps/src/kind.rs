@@ -100,6 +100,15 @@ pub(crate) fn parse_inputs<T: serde::de::DeserializeOwned>(inputs: &Value) -> Re
         .map_err(|e| StepError::permanent(format!("invalid inputs: {e}")).with_code("InvalidInputs"))
 }
 
+/// An optional text input that `action` needs, trimmed; a clear error when it is missing or blank.
+pub(crate) fn required<'a>(value: &'a Option<String>, name: &str, action: &str) -> Result<&'a str, StepError> {
+    value
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| StepError::invalid_inputs(format!("`{action}` needs `{name}`")))
+}
+
 pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {
     serde_json::to_value(schemars::schema_for!(T)).expect("schemas serialize")
 }
