@@ -79,61 +79,64 @@ pub async fn follow(
     Ok(None)
 }
 
+/// Polls `url` until `finished` says the operation is over (Some) or failed (Err), waiting as the
+/// service asks between polls and tolerating a few transient failures in a row.
+async fn poll_until<T>(
+    session: &mut ArmSession<'_>,
+    url: String,
+    first: Option<Duration>,
+    doing: &str,
+    finished: impl Fn(&ArmResponse) -> Result<Option<T>, StepError>,
+) -> Result<T, StepError> {
+    let started = Instant::now();
+    let mut delay = first;
+    let mut failures = 0;
+    loop {
+        session.pause(poll_delay(delay)).await?;
+        check_deadline(started, doing)?;
+        let response = match poll_once(session, &url, doing, &mut failures).await? {
+            Ok(response) => response,
+            Err(retry_after) => {
+                delay = retry_after;
+                continue;
+            }
+        };
+        if let Some(done) = finished(&response)? {
+            return Ok(done);
+        }
+        delay = response.retry_after();
+    }
+}
+
+/// Azure-AsyncOperation: a status document that ends Succeeded, Failed or Canceled.
 async fn poll_async_operation(
     session: &mut ArmSession<'_>,
     url: String,
     first: Option<Duration>,
     doing: &str,
 ) -> Result<(), StepError> {
-    let started = Instant::now();
-    let mut delay = first;
-    let mut failures = 0;
-    loop {
-        session.pause(poll_delay(delay)).await?;
-        check_deadline(started, doing)?;
-        let response = match poll_once(session, &url, doing, &mut failures).await? {
-            Ok(response) => response,
-            Err(retry_after) => {
-                delay = retry_after;
-                continue;
-            }
-        };
+    poll_until(session, url, first, doing, |response| {
         let status_body = response.json().unwrap_or(Value::Null);
         let status = status_body.get("status").and_then(Value::as_str).unwrap_or_default();
         if status.eq_ignore_ascii_case("Succeeded") {
-            return Ok(());
+            Ok(Some(()))
+        } else if status.eq_ignore_ascii_case("Failed") || status.eq_ignore_ascii_case("Canceled") {
+            Err(errors::from_operation(&status_body, response, doing))
+        } else {
+            Ok(None)
         }
-        if status.eq_ignore_ascii_case("Failed") || status.eq_ignore_ascii_case("Canceled") {
-            return Err(errors::from_operation(&status_body, &response, doing));
-        }
-        delay = response.retry_after();
-    }
+    })
+    .await
 }
 
+/// 202 + Location: 202 while running, then the final answer (and its body, if any).
 async fn poll_location(
     session: &mut ArmSession<'_>,
     url: String,
     first: Option<Duration>,
     doing: &str,
 ) -> Result<Option<Value>, StepError> {
-    let started = Instant::now();
-    let mut delay = first;
-    let mut failures = 0;
-    loop {
-        session.pause(poll_delay(delay)).await?;
-        check_deadline(started, doing)?;
-        let response = match poll_once(session, &url, doing, &mut failures).await? {
-            Ok(response) => response,
-            Err(retry_after) => {
-                delay = retry_after;
-                continue;
-            }
-        };
-        if response.status != 202 {
-            return Ok(response.json());
-        }
-        delay = response.retry_after();
-    }
+    poll_until(session, url, first, doing, |response| Ok((response.status != 202).then(|| response.json()))).await
 }
 
 fn provisioning_state(body: &Value) -> Option<&str> {
