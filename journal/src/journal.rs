@@ -47,6 +47,9 @@ impl Journal {
     }
 
     fn open_with(path: &Path, create: Create) -> Result<Journal, Error> {
+        // One database, one key and one lock, whatever path (symlink) it was reached through.
+        let real = std::fs::canonicalize(path).ok();
+        let path = real.as_deref().unwrap_or(path);
         let mut write_conn = connection::open(path, create)?;
         // Before the pragmas: switching to WAL rewrites the file header, and a journal from a
         // newer build must be left exactly as it was.
@@ -74,9 +77,10 @@ impl Journal {
         keys::key_path(&self.path)
     }
 
-    /// `<journal>.lock`: the run lock file, holding the current holder as JSON.
+    /// `<journal>.lock` next to the database's real path (symlinks resolved): the run lock
+    /// file, holding the current holder as JSON.
     pub fn lock_path(&self) -> PathBuf {
-        keys::sibling(&self.path, ".lock")
+        crate::lock::lock_file_for(&self.path)
     }
 
     /// Takes the run lock, or reports who holds it ([`Error::Locked`]). Released on drop, and

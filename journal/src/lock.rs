@@ -2,6 +2,11 @@
 //!
 //! An OS advisory lock on `<journal>.lock` rather than a row in the journal: the kernel drops it
 //! when the holder dies, even by `kill -9`, so there is never a stale lock to clean up by hand.
+//!
+//! The lock file sits next to the database's canonical path (symlinks of the file or of any
+//! directory above it resolved), so two runners reaching one database through different paths
+//! meet at the same lock. The database file itself is not locked: opening and closing a second
+//! descriptor on it would drop SQLite's own POSIX locks held by this process.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -12,6 +17,16 @@ use fs4::FileExt;
 
 use crate::error::Error;
 use crate::records::Holder;
+
+/// The lock file of the journal at `journal`: `<canonical journal path>.lock`. A journal that
+/// does not exist yet has no canonical path; its lock then sits next to the absolute path,
+/// which is where the database will be created.
+pub(crate) fn lock_file_for(journal: &Path) -> PathBuf {
+    let real = std::fs::canonicalize(journal)
+        .or_else(|_| std::path::absolute(journal))
+        .unwrap_or_else(|_| journal.to_path_buf());
+    crate::keys::sibling(&real, ".lock")
+}
 
 /// Holds the run lock until dropped.
 #[derive(Debug)]

@@ -52,3 +52,27 @@ fn holder_for_current_process_names_this_process() {
     assert!(!h.host.is_empty() && !h.user.is_empty());
     assert!(h.since.parse::<jiff::Timestamp>().is_ok(), "{}", h.since);
 }
+
+/// Two handles on one database through different paths (a symlinked file, a symlinked
+/// directory) meet at one lock: the second is refused and told who holds it.
+#[test]
+fn a_journal_reached_through_symlinks_is_locked_once() {
+    let t = TestJournal::new();
+    let links = tempfile::tempdir().unwrap();
+    let file_link = links.path().join("linked.db");
+    std::os::unix::fs::symlink(t.path(), &file_link).unwrap();
+    let dir_link = links.path().join("linked-dir");
+    std::os::unix::fs::symlink(t.dir.path(), &dir_link).unwrap();
+
+    let lock = t.journal.lock(&holder("r1")).unwrap();
+    for other_path in [file_link, dir_link.join("journal.db")] {
+        let other = Journal::open(&other_path).unwrap();
+        assert_eq!(other.lock_path(), t.journal.lock_path(), "one lock file for one database");
+        assert_eq!(other.key_path(), t.journal.key_path(), "and one key");
+        match other.lock(&holder("r2")) {
+            Err(Error::Locked { holder: h }) => assert_eq!(*h, holder("r1")),
+            other => panic!("expected Locked through {}, got {other:?}", other_path.display()),
+        }
+    }
+    drop(lock);
+}

@@ -437,7 +437,7 @@ async fn execute(
     });
     let graceful = CancellationToken::new();
     let hard = CancellationToken::new();
-    let signals = spawn_ctrl_c(graceful.clone(), hard.clone());
+    let signals = spawn_signal_handler(graceful.clone(), hard.clone())?;
 
     let runbook = prepared.runbook.clone();
     let context = RunContext {
@@ -477,19 +477,41 @@ async fn execute(
     })
 }
 
-/// First Ctrl-C: stop starting steps, let running ones finish. Second: kill them. The
-/// process exits shortly after a second Ctrl-C even if something hangs.
-fn spawn_ctrl_c(graceful: CancellationToken, hard: CancellationToken) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_err() {
-            return;
-        }
+/// How long running steps get to finish after a SIGTERM before their process groups are killed:
+/// whoever sends SIGTERM (a service manager, a CI runner) follows with SIGKILL after about 10 s,
+/// and by then the runner must have killed its programs and recorded where the run stands.
+const SIGTERM_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// First Ctrl-C or SIGTERM: stop starting steps. After a Ctrl-C running steps may finish (the
+/// operator is there to press it again); after a SIGTERM they get [`SIGTERM_GRACE`]. Then, or at
+/// a second signal of either kind, their process groups are killed and the run is recorded as
+/// cancelled. The process exits shortly after even if something hangs.
+fn spawn_signal_handler(
+    graceful: CancellationToken,
+    hard: CancellationToken,
+) -> CliResult<tokio::task::JoinHandle<()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    // Registered before the run starts, so no signal can arrive before its handler is there.
+    let listen =
+        |kind: SignalKind| signal(kind).map_err(|e| CliError::Internal(anyhow::anyhow!("cannot handle signals: {e}")));
+    let mut interrupt = listen(SignalKind::interrupt())?;
+    let mut terminate = listen(SignalKind::terminate())?;
+    Ok(tokio::spawn(async move {
+        let terminated = tokio::select! {
+            Some(()) = interrupt.recv() => false,
+            Some(()) = terminate.recv() => true,
+            else => return,
+        };
         graceful.cancel();
-        if tokio::signal::ctrl_c().await.is_err() {
-            return;
+        let grace =
+            async { if terminated { tokio::time::sleep(SIGTERM_GRACE).await } else { std::future::pending().await } };
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+            () = grace => {}
         }
         hard.cancel();
         tokio::time::sleep(std::time::Duration::from_secs(3)).await;
         std::process::exit(Exit::Cancelled as i32);
-    })
+    }))
 }

@@ -7,6 +7,7 @@
 //!   stepper print TEXT              print TEXT to stdout
 //!   stepper env NAME                print the value of environment variable NAME
 //!   stepper fail CODE               exit with CODE
+//!   stepper pid FILE                append this process's id and a newline to FILE
 //! Actions chain: `stepper append log a sleep 100 print done`.
 
 use std::io::Write;
@@ -41,6 +42,13 @@ fn main() {
             }
             "env" => {
                 println!("{}", std::env::var(arg(1)).unwrap_or_default());
+                i += 2;
+            }
+            "pid" => {
+                let mut file =
+                    std::fs::OpenOptions::new().create(true).append(true).open(arg(1)).expect("open pid file");
+                file.write_all(format!("{}\n", std::process::id()).as_bytes()).expect("append");
+                file.sync_all().expect("sync");
                 i += 2;
             }
             "fail" => std::process::exit(arg(1).parse().expect("code")),
