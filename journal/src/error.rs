@@ -1,6 +1,10 @@
 use std::path::PathBuf;
 
-use crate::records::Holder;
+use crate::records::{Holder, VerifyProblem};
+
+fn summary(problems: &[VerifyProblem]) -> String {
+    problems.iter().map(VerifyProblem::to_string).collect::<Vec<_>>().join("; ")
+}
 
 /// Everything the journal can fail with. Messages name the journal (or key/lock file) path so a
 /// user can tell which file is at fault; the underlying cause is kept as `source`.
@@ -39,6 +43,18 @@ pub enum Error {
     #[error("journal key: {0}")]
     Key(String),
 
+    /// The key file opens, but it is not the key this journal was created with.
+    #[error(
+        "key file `{}` does not belong to journal `{}` (its check value differs): digests would match nothing and sealed values could not be read",
+        key.display(), journal.display()
+    )]
+    KeyMismatch { journal: PathBuf, key: PathBuf },
+
+    /// The journal failed verification; nothing was read from it for a decision, and nothing
+    /// was appended.
+    #[error("journal `{}` failed verification ({} problem(s)): {}", path.display(), problems.len(), summary(problems))]
+    Tampered { path: PathBuf, problems: Vec<VerifyProblem> },
+
     #[error("cannot unseal value: {0}")]
     Unseal(String),
 
@@ -54,6 +70,11 @@ pub enum Error {
 impl Error {
     pub(crate) fn sqlite(path: impl Into<PathBuf>, source: rusqlite::Error) -> Error {
         Error::Sqlite { path: path.into(), source }
+    }
+
+    /// Whether SQLite found the file itself damaged (a corrupt page, or not a database at all).
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Sqlite { source, .. } if is_corrupt_file(source))
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
@@ -77,9 +98,17 @@ impl Error {
             }
             Error::Locked { holder } => Error::Locked { holder: holder.clone() },
             Error::Key(m) => Error::Key(m.clone()),
+            Error::KeyMismatch { journal, key } => Error::KeyMismatch { journal: journal.clone(), key: key.clone() },
+            Error::Tampered { path, problems } => Error::Tampered { path: path.clone(), problems: problems.clone() },
             Error::Unseal(m) => Error::Unseal(m.clone()),
             Error::Corrupt(m) => Error::Corrupt(m.clone()),
             Error::Writer { path, message } => Error::Writer { path: path.clone(), message: message.clone() },
         }
     }
+}
+
+/// SQLite's codes for a damaged file: a corrupt page, or not a database at all.
+pub(crate) fn is_corrupt_file(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if matches!(f.code, rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase))
 }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
 
+use crate::anchor;
 use crate::connection::{self, Create};
 use crate::error::Error;
 use crate::keys::{self, Keys};
@@ -54,10 +55,13 @@ impl Journal {
         // Before the pragmas: switching to WAL rewrites the file header, and a journal from a
         // newer build must be left exactly as it was.
         schema::check_not_too_new(&write_conn, path)?;
+        // A key is only ever made for a journal that is being created: one that already holds a
+        // schema without its key has lost it, and a new key would silently match nothing.
+        let new_journal = schema::user_version(&write_conn, path)? == 0;
+        let keys = Arc::new(Keys::load(path, create == Create::IfMissing && new_journal)?);
         connection::apply_pragmas(&write_conn, path)?;
-        schema::migrate(&mut write_conn, path)?;
-
-        let keys = Arc::new(Keys::load(path, create == Create::IfMissing)?);
+        schema::migrate(&mut write_conn, path, &keys)?;
+        anchor::check_key(&write_conn, &keys, path)?;
 
         let reader = connection::open(path, Create::Never)?;
         connection::apply_pragmas(&reader, path)?;

@@ -26,6 +26,7 @@ const SEALED_PREFIX: &str = "sealed:v1:";
 pub(crate) struct Keys {
     chain: [u8; 32],
     digest: [u8; 32],
+    anchor: [u8; 32],
     seal: ChaCha20Poly1305,
 }
 
@@ -51,7 +52,8 @@ impl Keys {
         let chain = derive(master, b"runbook-journal/chain/v1");
         let digest = derive(master, b"runbook-journal/digest/v1");
         let seal_key = derive(master, b"runbook-journal/seal/v1");
-        Keys { chain, digest, seal: ChaCha20Poly1305::new((&seal_key).into()) }
+        let anchor = derive(master, b"runbook-journal/anchor/v1");
+        Keys { chain, digest, anchor, seal: ChaCha20Poly1305::new((&seal_key).into()) }
     }
 
     /// Reads the key next to `journal`, creating it first if it is missing and `create` is set.
@@ -73,6 +75,19 @@ impl Keys {
 
     pub(crate) fn chain_hash(&self, canonical: &[u8]) -> String {
         hex::encode(mac(&self.chain, canonical))
+    }
+
+    /// A value that identifies this key without revealing it: stored in the journal, so a key
+    /// file that does not belong to the journal is refused instead of silently producing digests
+    /// that match nothing.
+    pub(crate) fn key_check(&self) -> String {
+        hex::encode(mac(&self.anchor, b"key-check"))
+    }
+
+    /// The MAC over the chain's head (`canonical` encodes seq and hash): without the key, a
+    /// truncated chain cannot be given a matching anchor.
+    pub(crate) fn anchor_mac(&self, canonical: &[u8]) -> String {
+        hex::encode(mac(&self.anchor, canonical))
     }
 
     pub(crate) fn digest(&self, bytes: &[u8]) -> String {

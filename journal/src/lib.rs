@@ -1,6 +1,7 @@
 //! The runbook journal: one SQLite file holding every run and an append-only, hash-chained log
 //! of events, plus the per-journal key used to digest and seal secrets.
 
+mod anchor;
 mod bench;
 mod chain;
 mod clock;
@@ -21,4 +22,5 @@ pub use journal::Journal;
 pub use lock::RunLock;
 pub use records::{Event, Holder, NewEvent, NewRun, RUN_CREATED, RunRecord, VerifyProblem, VerifyReport};
 pub use schema::SCHEMA_VERSION;
+pub use verify::StoredRow;
 pub use writer::JournalWriter;

@@ -122,5 +122,17 @@ pub struct VerifyProblem {
     pub message: String,
 }
 
+impl std::fmt::Display for VerifyProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(seq) = self.seq {
+            write!(f, "event {seq}: ")?;
+        }
+        if let Some(run) = &self.run_id {
+            write!(f, "run {run}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
 /// The kind of the event that `create_run` writes alongside the runs row.
 pub const RUN_CREATED: &str = "run_created";

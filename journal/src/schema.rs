@@ -7,11 +7,21 @@ use std::path::Path;
 
 use rusqlite::{Connection, TransactionBehavior};
 
+use crate::anchor;
 use crate::error::Error;
+use crate::keys::Keys;
 
-const MIGRATIONS: &[&str] = &[
+/// One schema step: SQL, then (for steps that need the journal's key) code run in the same
+/// transaction.
+struct Migration {
+    sql: &'static str,
+    then: Option<fn(&Connection, &Keys) -> rusqlite::Result<()>>,
+}
+
+const MIGRATIONS: &[Migration] = &[
     // 1: runs and the hash-chained event log.
-    "
+    Migration {
+        sql: "
     CREATE TABLE runs (
         id TEXT PRIMARY KEY,
         runbook TEXT NOT NULL,
@@ -48,6 +58,10 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER runs_append_only_delete BEFORE DELETE ON runs
         BEGIN SELECT RAISE(ABORT, 'journal runs are append-only'); END;
     ",
+        then: None,
+    },
+    // 2: the chain's anchor, so a deleted tail is detected; and the key's check value.
+    Migration { sql: anchor::CREATE_TABLE, then: Some(anchor::initialize) },
 ];
 
 /// The newest schema this build understands.
@@ -69,9 +83,9 @@ pub(crate) fn check_not_too_new(conn: &Connection, path: &Path) -> Result<(), Er
 /// Brings the schema up to [`SCHEMA_VERSION`], one IMMEDIATE transaction per migration. The
 /// version is re-read inside each transaction because another process may be opening the same
 /// journal and migrating at the same moment.
-pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), Error> {
+pub(crate) fn migrate(conn: &mut Connection, path: &Path, keys: &Keys) -> Result<(), Error> {
     let sqlite = |e| Error::sqlite(path, e);
-    for (index, sql) in MIGRATIONS.iter().enumerate() {
+    for (index, migration) in MIGRATIONS.iter().enumerate() {
         let target = index as i64 + 1;
         if user_version(conn, path)? >= target {
             continue;
@@ -84,7 +98,10 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), Error> {
         if current >= target {
             continue;
         }
-        tx.execute_batch(sql).map_err(sqlite)?;
+        tx.execute_batch(migration.sql).map_err(sqlite)?;
+        if let Some(then) = migration.then {
+            then(&tx, keys).map_err(sqlite)?;
+        }
         tx.pragma_update(None, "user_version", target).map_err(sqlite)?;
         tx.commit().map_err(sqlite)?;
     }

@@ -1,41 +1,132 @@
-//! The integrity check behind `audit --verify`.
+//! The integrity check behind `audit --verify`, and the verified read that every decision made
+//! from the journal goes through.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use rusqlite::Connection;
 
+use crate::anchor::{self, Tail};
 use crate::chain::ChainFields;
-use crate::error::Error;
+use crate::error::{Error, is_corrupt_file};
 use crate::journal::Journal;
 use crate::keys::Keys;
 use crate::queries::run_from_row;
 use crate::records::{RUN_CREATED, RunRecord, VerifyProblem, VerifyReport};
 
+/// One stored event as read during a verified scan, before its data is decoded.
+#[derive(Debug)]
+pub struct StoredRow<'a> {
+    pub seq: i64,
+    pub ts: &'a str,
+    pub run_id: &'a str,
+    pub kind: &'a str,
+    pub step: Option<&'a str>,
+    pub attempt: Option<i64>,
+    pub data: &'a str,
+}
+
 impl Journal {
-    /// Recomputes the hash chain from the first event and checks that seqs are contiguous from
-    /// 1 and that every runs row equals the data of its `run_created` event.
+    /// Checks the database file's pages (`PRAGMA quick_check`), recomputes the hash chain from
+    /// the first event, checks that seqs are contiguous from 1, that the last event is the one
+    /// the anchor names (so a deleted tail, run or every row is found), and that every runs row
+    /// equals the data of its `run_created` event.
     ///
     /// Each event's hash is checked against its own stored `prev`, and each `prev` against the
     /// stored hash before it, so one altered row is reported once, at that row, rather than as
-    /// a cascade. Removing events from the very end of the chain leaves no gap and cannot be
-    /// detected from the journal alone.
+    /// a cascade.
     pub fn verify(&self) -> Result<VerifyReport, Error> {
+        self.scan(|_| Ok(()))
+    }
+
+    /// The read a decision is made from: every event is checked as in [`Journal::verify`] and
+    /// those whose hash holds are shown to `visit`, in seq order. If anything is wrong the
+    /// result is [`Error::Tampered`] with what was found, and what `visit` collected must not
+    /// be used. An error from `visit` stops the scan.
+    pub fn read_verified(&self, visit: impl FnMut(&StoredRow<'_>) -> Result<(), Error>) -> Result<(), Error> {
+        let report = self.scan(visit)?;
+        if report.is_intact() {
+            Ok(())
+        } else {
+            Err(Error::Tampered { path: self.path().to_path_buf(), problems: report.problems })
+        }
+    }
+
+    /// [`Journal::read_verified`] for commands that only need to know the journal is whole.
+    pub fn ensure_intact(&self) -> Result<(), Error> {
+        self.read_verified(|_| Ok(()))
+    }
+
+    fn scan(&self, mut visit: impl FnMut(&StoredRow<'_>) -> Result<(), Error>) -> Result<VerifyReport, Error> {
         let mut conn = self.reader();
-        // One read transaction so events and runs come from the same snapshot while the writer
-        // keeps appending.
+        // One read transaction so events, runs and the anchor come from the same snapshot while
+        // the writer keeps appending.
         let tx = conn.transaction().map_err(|e| Error::sqlite(self.path(), e))?;
-        let report = check(&tx, self.keys()).map_err(|e| Error::sqlite(self.path(), e))?;
+        let report = check(&tx, self.keys(), self.path(), &mut visit)?;
         tx.finish().map_err(|e| Error::sqlite(self.path(), e))?;
         Ok(report)
     }
 }
 
-fn check(conn: &Connection, keys: &Keys) -> rusqlite::Result<VerifyReport> {
+/// `PRAGMA quick_check`: the b-tree pages are well formed. Its lines are problems.
+fn check_pages(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let lines: Vec<String> =
+        conn.prepare("PRAGMA quick_check")?.query_map([], |row| row.get::<_, String>(0))?.collect::<Result<_, _>>()?;
+    Ok(if lines == ["ok"] { Vec::new() } else { lines })
+}
+
+fn check(
+    conn: &Connection,
+    keys: &Keys,
+    path: &Path,
+    visit: &mut dyn FnMut(&StoredRow<'_>) -> Result<(), Error>,
+) -> Result<VerifyReport, Error> {
     let mut problems = Vec::new();
+    let page_problems = match check_pages(conn) {
+        Ok(lines) => lines,
+        Err(e) => vec![e.to_string()],
+    };
+    let damaged = !page_problems.is_empty();
+    for line in page_problems {
+        problems.push(VerifyProblem { seq: None, run_id: None, message: format!("damaged database file: {line}") });
+    }
+    let outcome = check_rows(conn, keys, &mut problems, visit);
+    match outcome {
+        Ok(counts) => Ok(VerifyReport { events_checked: counts.0, runs_checked: counts.1, problems }),
+        // A damaged file may fail the read itself; what quick_check found says why.
+        Err(RowsError::Sqlite(e)) if damaged || is_corrupt_file(&e) => {
+            problems.push(VerifyProblem {
+                seq: None,
+                run_id: None,
+                message: format!("the events cannot be read: {e}"),
+            });
+            Ok(VerifyReport { events_checked: 0, runs_checked: 0, problems })
+        }
+        Err(RowsError::Sqlite(e)) => Err(Error::sqlite(path, e)),
+        Err(RowsError::Visit(e)) => Err(e),
+    }
+}
+
+enum RowsError {
+    Sqlite(rusqlite::Error),
+    Visit(Error),
+}
+
+impl From<rusqlite::Error> for RowsError {
+    fn from(e: rusqlite::Error) -> Self {
+        RowsError::Sqlite(e)
+    }
+}
+
+fn check_rows(
+    conn: &Connection,
+    keys: &Keys,
+    problems: &mut Vec<VerifyProblem>,
+    visit: &mut dyn FnMut(&StoredRow<'_>) -> Result<(), Error>,
+) -> Result<(i64, i64), RowsError> {
     let mut problem = |seq: Option<i64>, run_id: Option<&str>, message: String| {
         problems.push(VerifyProblem { seq, run_id: run_id.map(str::to_string), message })
     };
-
     // run id -> (seq of its run_created event, the record in its data)
     let mut created: HashMap<String, (i64, Option<RunRecord>)> = HashMap::new();
     let mut events_checked = 0;
@@ -43,7 +134,7 @@ fn check(conn: &Connection, keys: &Keys) -> rusqlite::Result<VerifyReport> {
     let mut previous_hash = String::new();
 
     let mut stmt =
-        conn.prepare("SELECT seq, ts, run_id, kind, step, attempt, data, prev, hash FROM events ORDER BY seq")?;
+        conn.prepare_cached("SELECT seq, ts, run_id, kind, step, attempt, data, prev, hash FROM events ORDER BY seq")?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
         let seq: i64 = row.get(0)?;
@@ -81,6 +172,10 @@ fn check(conn: &Connection, keys: &Keys) -> rusqlite::Result<VerifyReport> {
         .hash(keys);
         if recomputed != hash {
             problem(Some(seq), Some(&run_id), "hash does not match the event's content (altered?)".to_string());
+        } else {
+            let row =
+                StoredRow { seq, ts: &ts, run_id: &run_id, kind: &kind, step: step.as_deref(), attempt, data: &data };
+            visit(&row).map_err(RowsError::Visit)?;
         }
 
         if kind == RUN_CREATED {
@@ -108,6 +203,11 @@ fn check(conn: &Connection, keys: &Keys) -> rusqlite::Result<VerifyReport> {
     drop(rows);
     drop(stmt);
 
+    let tail = Tail { last_seq: expected_seq - 1, last_hash: previous_hash };
+    if let Err(message) = anchor::check_tail(conn, keys, &tail)? {
+        problem(None, None, message);
+    }
+
     let mut runs_checked = 0;
     let mut stmt =
         conn.prepare("SELECT id, runbook, runbook_digest, created_at, vars, who FROM runs ORDER BY rowid")?;
@@ -133,5 +233,5 @@ fn check(conn: &Connection, keys: &Keys) -> rusqlite::Result<VerifyReport> {
         problem(Some(seq), Some(&id), "run_created event has no runs row (deleted?)".to_string());
     }
 
-    Ok(VerifyReport { events_checked, runs_checked, problems })
+    Ok((events_checked, runs_checked))
 }

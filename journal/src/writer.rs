@@ -8,13 +8,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, TransactionBehavior, params};
 
+use crate::anchor::{self, Tail};
 use crate::chain::ChainFields;
 use crate::clock::now_rfc3339;
 use crate::error::Error;
 use crate::keys::Keys;
-use crate::records::{NewEvent, NewRun, RUN_CREATED, RunRecord};
+use crate::records::{NewEvent, NewRun, RUN_CREATED, RunRecord, VerifyProblem};
 
 /// Upper bound on requests folded into one transaction, so one commit's latency stays bounded
 /// even under a flood.
@@ -149,13 +150,6 @@ fn run(mut conn: Connection, keys: &Keys, path: &Path, queue: &mpsc::Receiver<Re
     }
 }
 
-/// The end of the chain: what the next event links to.
-#[derive(Clone)]
-struct Tail {
-    next_seq: i64,
-    last_hash: String,
-}
-
 /// Writes all `jobs` in one IMMEDIATE transaction. Each job of a batch runs in its own savepoint
 /// so one bad request (say, an event for an unknown run) fails alone instead of failing its batch.
 fn commit_batch(conn: &mut Connection, keys: &Keys, path: &Path, jobs: &[Job]) -> Vec<Outcome> {
@@ -169,15 +163,28 @@ fn commit_batch(conn: &mut Connection, keys: &Keys, path: &Path, jobs: &[Job]) -
     // The tail is read inside the write transaction rather than cached across transactions: a
     // short-lived second process (e.g. `approve`) may append while a runner is active, and this
     // one indexed lookup is what keeps both on a single chain.
-    let mut tail = match read_tail(&tx) {
+    let mut tail = match Tail::read(&tx) {
         Ok(tail) => tail,
         Err(e) => return fail_all(sqlite(e)),
     };
+    // Nothing is appended to a chain whose end is not the one its anchor names: the new events
+    // would link to a truncated history and re-anchor it as if it were whole.
+    match anchor::check_tail(&tx, keys, &tail) {
+        Ok(Ok(())) => {}
+        Ok(Err(message)) => {
+            return fail_all(Error::Tampered {
+                path: path.to_path_buf(),
+                problems: vec![VerifyProblem { seq: None, run_id: None, message }],
+            });
+        }
+        Err(e) => return fail_all(sqlite(e)),
+    }
 
     // A lone job needs no savepoint: if it fails, the whole transaction is its to roll back.
     if let [job] = jobs {
-        let outcome =
-            write_job(&tx, keys, path, &mut tail, job).and_then(|seqs| tx.commit().map(|()| seqs).map_err(sqlite));
+        let outcome = write_job(&tx, keys, path, &mut tail, job)
+            .and_then(|seqs| anchor::advance(&tx, keys, &tail).map(|()| seqs).map_err(sqlite))
+            .and_then(|seqs| tx.commit().map(|()| seqs).map_err(sqlite));
         return vec![outcome];
     }
 
@@ -197,24 +204,13 @@ fn commit_batch(conn: &mut Connection, keys: &Keys, path: &Path, jobs: &[Job]) -
         outcomes.push(outcome);
     }
 
-    match tx.commit() {
+    match anchor::advance(&tx, keys, &tail).and_then(|()| tx.commit()) {
         Ok(()) => outcomes,
         Err(e) => {
             let e = sqlite(e);
             outcomes.into_iter().map(|o| o.and_then(|_| Err(e.duplicate()))).collect()
         }
     }
-}
-
-fn read_tail(conn: &Connection) -> rusqlite::Result<Tail> {
-    let last: Option<(i64, String)> = conn
-        .prepare_cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")?
-        .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
-        .optional()?;
-    Ok(match last {
-        Some((seq, hash)) => Tail { next_seq: seq + 1, last_hash: hash },
-        None => Tail { next_seq: 1, last_hash: String::new() },
-    })
 }
 
 fn write_job(conn: &Connection, keys: &Keys, path: &Path, tail: &mut Tail, job: &Job) -> Result<Vec<i64>, Error> {
@@ -284,7 +280,7 @@ struct UnsavedEvent<'a> {
 }
 
 fn insert_event(conn: &Connection, keys: &Keys, tail: &mut Tail, event: &UnsavedEvent<'_>) -> rusqlite::Result<i64> {
-    let seq = tail.next_seq;
+    let seq = tail.last_seq + 1;
     let hash = ChainFields {
         prev: &tail.last_hash,
         seq,
@@ -311,7 +307,7 @@ fn insert_event(conn: &Connection, keys: &Keys, tail: &mut Tail, event: &Unsaved
         tail.last_hash,
         hash
     ])?;
-    tail.next_seq = seq + 1;
+    tail.last_seq = seq;
     tail.last_hash = hash;
     Ok(seq)
 }
@@ -321,12 +317,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn journal_conn() -> (tempfile::TempDir, Connection) {
+    fn journal_conn(keys: &Keys) -> (tempfile::TempDir, Connection) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.db");
         let mut conn = crate::connection::open(&path, crate::connection::Create::IfMissing).unwrap();
         crate::connection::apply_pragmas(&conn, &path).unwrap();
-        crate::schema::migrate(&mut conn, &path).unwrap();
+        crate::schema::migrate(&mut conn, &path, keys).unwrap();
         (dir, conn)
     }
 
@@ -346,8 +342,8 @@ mod tests {
 
     #[test]
     fn a_failing_job_in_a_batch_leaves_the_others_and_the_chain_intact() {
-        let (dir, mut conn) = journal_conn();
         let keys = Keys::from_master(&[3; 32]);
+        let (dir, mut conn) = journal_conn(&keys);
         let path = dir.path().join("j.db");
         let jobs = vec![
             Job::CreateRun(run("r1")),

@@ -155,3 +155,29 @@ fn a_truncated_key_file_is_reported() {
     let err = Journal::open(&t.path()).unwrap_err();
     assert!(matches!(err, Error::Key(_)), "{err:?}");
 }
+
+#[test]
+fn a_replaced_key_file_is_refused() {
+    let t = TestJournal::new();
+    t.journal.create_run(&new_run("r1", "phase1")).unwrap();
+    let key_path = t.journal.key_path();
+    let original = std::fs::read(&key_path).unwrap();
+    std::fs::write(&key_path, [9u8; 32]).unwrap();
+    for err in [Journal::open(&t.path()).unwrap_err(), Journal::open_existing(&t.path()).unwrap_err()] {
+        assert!(matches!(err, Error::KeyMismatch { .. }), "{err:?}");
+        assert!(err.to_string().contains("journal.db.key"), "{err}");
+    }
+    assert_eq!(std::fs::read(&key_path).unwrap(), [9u8; 32], "the key file was changed");
+    std::fs::write(&key_path, original).unwrap();
+    assert!(Journal::open(&t.path()).unwrap().verify().unwrap().is_intact());
+}
+
+#[test]
+fn a_lost_key_is_not_replaced_by_a_new_one() {
+    let t = TestJournal::new();
+    t.journal.create_run(&new_run("r1", "phase1")).unwrap();
+    std::fs::remove_file(t.journal.key_path()).unwrap();
+    let err = Journal::open(&t.path()).unwrap_err();
+    assert!(matches!(err, Error::Key(_)), "{err:?}");
+    assert!(!t.journal.key_path().exists(), "a new key was made for an existing journal");
+}

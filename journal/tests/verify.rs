@@ -139,3 +139,134 @@ fn runs_rows_match_their_run_created_events() {
     assert_eq!(created.ts, run.created_at);
     assert_eq!(created.data, serde_json::to_value(&run).unwrap());
 }
+
+fn messages(t: &TestJournal) -> Vec<String> {
+    t.journal.verify().unwrap().problems.iter().map(|p| p.message.clone()).collect()
+}
+
+/// After a detected problem, nothing more may be appended: the writer refuses and the chain
+/// keeps exactly what the attacker left.
+fn appends_are_refused(t: &TestJournal) {
+    let before = t.journal.event_count().unwrap();
+    let err = t.journal.append(&[step_event("r1", "step_started", "late")]).unwrap_err();
+    assert!(matches!(err, runbook_journal::Error::Tampered { .. }), "{err:?}");
+    assert_eq!(t.journal.event_count().unwrap(), before, "an event was appended");
+    assert!(matches!(t.journal.ensure_intact(), Err(runbook_journal::Error::Tampered { .. })));
+}
+
+#[test]
+fn a_truncated_tail_is_detected() {
+    let t = populated();
+    t.raw().execute("DELETE FROM events WHERE seq >= 8", []).unwrap();
+    // Event 8 created run r2, whose runs row is still there.
+    assert_eq!(messages(&t), ["events 8 to 9 at the end are missing (deleted?)", "run has no run_created event"]);
+    appends_are_refused(&t);
+}
+
+#[test]
+fn the_last_event_deleted_is_detected() {
+    let t = populated();
+    t.raw().execute("DELETE FROM events WHERE seq = 9", []).unwrap();
+    assert_eq!(messages(&t), ["event 9 at the end is missing (deleted?)"]);
+    appends_are_refused(&t);
+}
+
+#[test]
+fn a_deleted_run_is_detected() {
+    let t = populated();
+    // Run r2 is the newest: its events are the tail, so the chain that is left is valid.
+    t.raw().execute_batch("DELETE FROM events WHERE run_id = 'r2'; DELETE FROM runs WHERE id = 'r2';").unwrap();
+    let report = t.journal.verify().unwrap();
+    assert_eq!(report.runs_checked, 1);
+    assert_eq!(
+        report.problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>(),
+        ["events 8 to 9 at the end are missing (deleted?)"]
+    );
+    appends_are_refused(&t);
+}
+
+#[test]
+fn every_row_deleted_is_detected() {
+    let t = populated();
+    t.raw().execute_batch("DELETE FROM events; DELETE FROM runs;").unwrap();
+    let report = t.journal.verify().unwrap();
+    assert_eq!(report.events_checked, 0);
+    assert_eq!(
+        report.problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>(),
+        ["every event is missing: the anchor names event 9 as the last (deleted?)"]
+    );
+}
+
+#[test]
+fn a_deleted_anchor_is_detected() {
+    let t = populated();
+    t.raw().execute("DELETE FROM anchor", []).unwrap();
+    assert_eq!(messages(&t), ["the chain's anchor record is missing (deleted?)"]);
+    appends_are_refused(&t);
+}
+
+#[test]
+fn an_anchor_moved_back_without_the_key_is_detected() {
+    let t = populated();
+    // Truncate and point the anchor at the new last event, whose hash anyone can read: only the
+    // anchor's MAC, which needs the key, gives it away.
+    let raw = t.raw();
+    raw.execute("DELETE FROM events WHERE seq >= 8", []).unwrap();
+    raw.execute("UPDATE anchor SET seq = 7, hash = (SELECT hash FROM events WHERE seq = 7)", []).unwrap();
+    raw.execute("DELETE FROM runs WHERE id = 'r2'", []).unwrap();
+    assert_eq!(messages(&t), ["the anchor record does not match its MAC (altered?)"]);
+}
+
+#[test]
+fn events_written_around_the_anchor_are_detected() {
+    let t = populated();
+    let raw = t.raw();
+    raw.execute(
+        "INSERT INTO events (seq, ts, run_id, kind, step, attempt, data, prev, hash)
+         SELECT 10, ts, run_id, kind, step, attempt, data, hash, 'forged' FROM events WHERE seq = 9",
+        [],
+    )
+    .unwrap();
+    let found = messages(&t);
+    assert!(found.iter().any(|m| m.contains("hash does not match")), "{found:?}");
+    assert!(found.iter().any(|m| m.contains("added without moving the anchor")), "{found:?}");
+}
+
+#[test]
+fn a_damaged_page_is_detected() {
+    let t = TestJournal::new();
+    t.journal.create_run(&new_run("r1", "phase1")).unwrap();
+    let filler = "x".repeat(1500);
+    for i in 0..200 {
+        let event = runbook_journal::NewEvent::new("r1", "step_started", json!({ "filler": filler }))
+            .with_step(format!("s{i}"), Some(1));
+        t.journal.append(&[event]).unwrap();
+    }
+    let path = t.path();
+    let TestJournal { dir, journal } = t;
+    drop(journal);
+    // Everything into the main file, so the damage below is what SQLite reads.
+    // The writer thread closes its connection once it sees the journal gone; until then the
+    // switch is refused as busy.
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let switched = (0..100).any(|_| {
+        let mode = raw.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get::<_, String>(0));
+        if !matches!(&mode, Ok(m) if m == "delete") {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        matches!(mode, Ok(m) if m == "delete")
+    });
+    assert!(switched, "the journal's connections were not closed");
+    drop(raw);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let page_size = 4096;
+    let middle = bytes.len() / page_size / 2 * page_size;
+    bytes[middle..middle + 64].fill(0xA5);
+    std::fs::write(&path, bytes).unwrap();
+
+    let journal = runbook_journal::Journal::open_existing(&path).unwrap();
+    let report = journal.verify().unwrap();
+    assert!(report.problems.iter().any(|p| p.message.starts_with("damaged database file")), "{:?}", report.problems);
+    assert!(matches!(journal.ensure_intact(), Err(runbook_journal::Error::Tampered { .. })));
+    drop(dir);
+}

@@ -6,6 +6,7 @@ mod azure_flags;
 mod concurrency;
 mod interrupt;
 mod invalid_inputs;
+mod journal_trust;
 mod phase1;
 mod resume;
 mod retries;

@@ -8,7 +8,7 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::inspect::{pick_run, step_states};
 
 pub fn approve(env: &Env, run: &str, gate: &str, comment: Option<String>) -> CliResult {
-    let journal = env.require_journal()?;
+    let journal = env.require_intact_journal()?;
     let record = pick_run(&journal, Some(run))?;
     let _lock = journal.lock(&crate::who::holder(&record.id, &format!("approve {gate}")))?;
     let (states, _) = step_states(&journal, &record.id)?;

@@ -82,6 +82,14 @@ impl Env {
         })
     }
 
+    /// An existing journal that passed verification, for commands that decide or show something
+    /// from what it holds: an altered journal is refused (exit 6) before anything is read.
+    pub fn require_intact_journal(&self) -> CliResult<Arc<Journal>> {
+        let journal = self.require_journal()?;
+        journal.ensure_intact()?;
+        Ok(journal)
+    }
+
     /// Prints a command's result: JSON on stdout with --output json, else the text.
     pub fn print(&self, text: &str, json: serde_json::Value) {
         if self.json {

@@ -26,6 +26,12 @@ pub enum CliError {
         message: String,
         hint: Option<String>,
     },
+    /// The journal failed verification (or its key is not its own): nothing was decided from
+    /// it and nothing was appended.
+    Journal {
+        message: String,
+        hint: String,
+    },
     Internal(anyhow::Error),
 }
 
@@ -41,6 +47,7 @@ impl CliError {
     pub fn exit(&self) -> Exit {
         match self {
             CliError::Problems(_) | CliError::User { .. } => Exit::UserError,
+            CliError::Journal { .. } => Exit::JournalTampered,
             CliError::Internal(_) => Exit::Internal,
         }
     }
@@ -63,6 +70,7 @@ impl CliError {
                 }
                 out
             }
+            CliError::Journal { message, hint } => format!("error: {message}\nhint: {hint}\n"),
             CliError::Internal(error) => {
                 let mut out = format!("error: {error}\n");
                 for cause in error.chain().skip(1) {
@@ -79,14 +87,21 @@ impl CliError {
             CliError::User { message, hint } => {
                 serde_json::json!({ "error": "user_error", "message": message, "hint": hint })
             }
+            CliError::Journal { message, hint } => {
+                serde_json::json!({ "error": "journal_not_intact", "message": message, "hint": hint })
+            }
             CliError::Internal(e) => serde_json::json!({ "error": "internal_error", "message": format!("{e:#}") }),
         }
     }
 }
 
 impl From<anyhow::Error> for CliError {
+    /// A journal error that travelled through the engine keeps its own exit code.
     fn from(e: anyhow::Error) -> Self {
-        CliError::Internal(e)
+        match e.downcast::<runbook_journal::Error>() {
+            Ok(journal) => journal.into(),
+            Err(other) => CliError::Internal(other),
+        }
     }
 }
 
@@ -107,6 +122,18 @@ impl From<runbook_journal::Error> for CliError {
                 ),
                 "use a newer runbook binary; the journal was not changed",
             ),
+            e @ runbook_journal::Error::Tampered { .. } => CliError::Journal {
+                message: e.to_string(),
+                hint: "nothing was read from it or appended to it; `runbook audit --verify` lists every problem".into(),
+            },
+            e @ runbook_journal::Error::KeyMismatch { .. } => CliError::Journal {
+                message: e.to_string(),
+                hint: "restore the key file that was created with this journal; nothing was changed".into(),
+            },
+            e if e.is_corruption() => CliError::Journal {
+                message: format!("{e}: the database file is damaged"),
+                hint: "nothing was appended; `runbook audit --verify` shows what is damaged; restore the journal from a copy".into(),
+            },
             other => CliError::Internal(other.into()),
         }
     }

@@ -54,7 +54,7 @@ pub fn step_states(journal: &Journal, run_id: &str) -> CliResult<(BTreeMap<Strin
 }
 
 pub fn status(env: &Env, run: Option<&str>) -> CliResult {
-    let journal = env.require_journal()?;
+    let journal = env.require_intact_journal()?;
     let record = pick_run(&journal, run)?;
     let (states, finished) = step_states(&journal, &record.id)?;
     let run_state = match &finished {
@@ -95,7 +95,7 @@ fn shown(value: &Value) -> Value {
 }
 
 pub fn outputs(env: &Env, run: Option<&str>) -> CliResult {
-    let journal = env.require_journal()?;
+    let journal = env.require_intact_journal()?;
     let record = pick_run(&journal, run)?;
     let (states, _) = step_states(&journal, &record.id)?;
     let mut text = String::new();
@@ -116,7 +116,7 @@ pub fn outputs(env: &Env, run: Option<&str>) -> CliResult {
 /// `step.output` from a run (latest by default), or `runbook.output` from that runbook's
 /// latest checkpoint.
 pub fn get(env: &Env, key: &str, run: Option<&str>) -> CliResult {
-    let journal = env.require_journal()?;
+    let journal = env.require_intact_journal()?;
     let (head, output) = key.rsplit_once('.').ok_or_else(|| {
         CliError::user_hint(
             format!("`{key}` is not STEP.OUTPUT or RUNBOOK.OUTPUT"),

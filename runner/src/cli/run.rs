@@ -162,6 +162,9 @@ pub async fn plan(env: &Env, name: &str, var_args: &VarArgs, fresh: bool, rerun:
     let runbook = env.load_runbook(name)?;
     let inputs = VarInputs { file: var_args.vars_file.clone(), overrides: parse_overrides(&var_args.vars)? };
     let journal = env.existing_journal()?;
+    if let Some(journal) = &journal {
+        journal.ensure_intact()?;
+    }
     let work_dir = std::env::current_dir().map_err(|e| CliError::Internal(e.into()))?;
     let prepared = prepare(runbook, &inputs, journal.as_deref(), "(planned)", &work_dir)?;
     preflight(env, &prepared, &work_dir).await?;
@@ -336,8 +339,13 @@ pub async fn run(
     let inputs = VarInputs { file: var_args.vars_file.clone(), overrides: parse_overrides(&var_args.vars)? };
     let work_dir = absolute(&workdir.unwrap_or(std::env::current_dir().map_err(|e| CliError::Internal(e.into()))?));
     let run_id = who::new_run_id();
-    // Everything is validated against the journal as it is before anything is written to it.
-    let prepared = prepare(runbook, &inputs, env.existing_journal()?.as_deref(), &run_id, &work_dir)?;
+    // Everything is validated against the journal as it is before anything is written to it,
+    // and a journal that fails verification is not used at all.
+    let existing = env.existing_journal()?;
+    if let Some(journal) = &existing {
+        journal.ensure_intact()?;
+    }
+    let prepared = prepare(runbook, &inputs, existing.as_deref(), &run_id, &work_dir)?;
     preflight(env, &prepared, &work_dir).await?;
     std::fs::create_dir_all(&work_dir)
         .map_err(|e| CliError::user(format!("cannot create workdir `{}`: {e}", work_dir.display())))?;
@@ -357,12 +365,14 @@ pub async fn run(
             who: who::who(prepared.runbook.file.runbook.persona.as_deref()),
         })
         .await
-        .map_err(|e| CliError::Internal(e.into()))?;
+        .map_err(CliError::from)?;
     execute(env, journal, writer, prepared, prior, run_id, work_dir, HashMap::new(), rerun, "run", record_vars).await
 }
 
 pub async fn resume(env: &Env, run: Option<&str>, raw_vars: &[String], rerun: &RerunArgs) -> CliResult {
-    let journal = env.require_journal()?;
+    // The run record says which runbook, values and workdir to use: nothing of it is trusted
+    // before the journal verifies.
+    let journal = env.require_intact_journal()?;
     let record = match run {
         Some(id) => journal.run(id)?.ok_or_else(|| {
             CliError::user_hint(
@@ -425,7 +435,7 @@ async fn execute(
             data: json!({ "mode": mode, "who": who::who(prepared.runbook.file.runbook.persona.as_deref()), "runbook_digest": prepared.runbook.digest, "setup": record_vars }),
         }])
         .await
-        .map_err(|e| CliError::Internal(e.into()))?;
+        .map_err(CliError::from)?;
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<EngineEvent>();
     let mut reporter = reporter_for(env.mode);

@@ -1,0 +1,146 @@
+//! The chain's anchor: one row holding the seq and hash of the last event, under a keyed MAC,
+//! plus a check value of the journal's key.
+//!
+//! The hash chain alone shows that an event was altered, inserted or removed in the middle, but
+//! not that the newest events (or whole runs, or every row) were deleted: what is left is still a
+//! valid chain. The anchor moves forward in the same transaction as every append, so the last
+//! event must always be the one it names; its absence is itself a problem, because every journal
+//! at this schema version is given one when it is created or migrated.
+//!
+//! What the anchor cannot catch: a copy of the whole database file restored from earlier (its old
+//! anchor is as valid as it was then).
+
+use std::path::Path;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::Error;
+use crate::keys::Keys;
+
+/// The end of the chain: what the next event links to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Tail {
+    /// Seq of the last event; 0 for an empty journal.
+    pub last_seq: i64,
+    /// Hash of the last event; empty for an empty journal.
+    pub last_hash: String,
+}
+
+impl Tail {
+    pub(crate) fn read(conn: &Connection) -> rusqlite::Result<Tail> {
+        let last: Option<(i64, String)> = conn
+            .prepare_cached("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")?
+            .query_row([], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()?;
+        Ok(match last {
+            Some((last_seq, last_hash)) => Tail { last_seq, last_hash },
+            None => Tail { last_seq: 0, last_hash: String::new() },
+        })
+    }
+
+    fn mac(&self, keys: &Keys) -> String {
+        let mut canonical = Vec::with_capacity(32 + self.last_hash.len());
+        canonical.extend_from_slice(b"runbook-journal-anchor-v1");
+        canonical.extend_from_slice(&self.last_seq.to_be_bytes());
+        canonical.extend_from_slice(&(self.last_hash.len() as u64).to_be_bytes());
+        canonical.extend_from_slice(self.last_hash.as_bytes());
+        keys.anchor_mac(&canonical)
+    }
+}
+
+/// The anchor row as stored.
+pub(crate) struct Anchor {
+    key_check: String,
+    tail: Tail,
+    mac: String,
+}
+
+/// The table, created by migration 2.
+pub(crate) const CREATE_TABLE: &str = "
+    CREATE TABLE anchor (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        key_check TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        hash TEXT NOT NULL,
+        mac TEXT NOT NULL
+    );
+";
+
+/// Anchors the chain as it stands (empty for a new journal, the existing tail for one migrated
+/// from schema 1), inside the migration's transaction so no journal is ever without an anchor.
+pub(crate) fn initialize(conn: &Connection, keys: &Keys) -> rusqlite::Result<()> {
+    let tail = Tail::read(conn)?;
+    conn.execute(
+        "INSERT INTO anchor (id, key_check, seq, hash, mac) VALUES (1, ?1, ?2, ?3, ?4)",
+        params![keys.key_check(), tail.last_seq, tail.last_hash, tail.mac(keys)],
+    )?;
+    Ok(())
+}
+
+/// Moves the anchor to `tail`; called in the transaction that appended up to it.
+pub(crate) fn advance(conn: &Connection, keys: &Keys, tail: &Tail) -> rusqlite::Result<()> {
+    let changed = conn
+        .prepare_cached("UPDATE anchor SET seq = ?1, hash = ?2, mac = ?3 WHERE id = 1")?
+        .execute(params![tail.last_seq, tail.last_hash, tail.mac(keys)])?;
+    if changed != 1 {
+        return Err(rusqlite::Error::QueryReturnedNoRows);
+    }
+    Ok(())
+}
+
+fn read(conn: &Connection) -> rusqlite::Result<Option<Anchor>> {
+    conn.prepare_cached("SELECT key_check, seq, hash, mac FROM anchor WHERE id = 1")?
+        .query_row([], |row| {
+            Ok(Anchor {
+                key_check: row.get(0)?,
+                tail: Tail { last_seq: row.get(1)?, last_hash: row.get(2)? },
+                mac: row.get(3)?,
+            })
+        })
+        .optional()
+}
+
+/// Refuses a key file that is not the one this journal was created with. Checked on every
+/// open: with a wrong key every digest differs, and a resume would re-run every step believing
+/// its inputs had changed.
+pub(crate) fn check_key(conn: &Connection, keys: &Keys, path: &Path) -> Result<(), Error> {
+    let anchor = read(conn).map_err(|e| Error::sqlite(path, e))?;
+    match anchor {
+        Some(anchor) if anchor.key_check == keys.key_check() => Ok(()),
+        Some(_) => Err(Error::KeyMismatch { journal: path.to_path_buf(), key: crate::keys::key_path(path) }),
+        // Reported by the tail check (and by verify) with what is missing.
+        None => Ok(()),
+    }
+}
+
+/// Compares the chain's actual tail with its anchor; `Err` says what does not match.
+pub(crate) fn check_tail(conn: &Connection, keys: &Keys, tail: &Tail) -> rusqlite::Result<Result<(), String>> {
+    let Some(anchor) = read(conn)? else {
+        return Ok(Err("the chain's anchor record is missing (deleted?)".to_string()));
+    };
+    if anchor.key_check != keys.key_check() {
+        return Ok(Err("the anchor was made with a different key".to_string()));
+    }
+    if anchor.mac != anchor.tail.mac(keys) {
+        return Ok(Err("the anchor record does not match its MAC (altered?)".to_string()));
+    }
+    let named = &anchor.tail;
+    Ok(if named.last_seq > tail.last_seq {
+        Err(if tail.last_seq == 0 {
+            format!("every event is missing: the anchor names event {} as the last (deleted?)", named.last_seq)
+        } else if named.last_seq == tail.last_seq + 1 {
+            format!("event {} at the end is missing (deleted?)", named.last_seq)
+        } else {
+            format!("events {} to {} at the end are missing (deleted?)", tail.last_seq + 1, named.last_seq)
+        })
+    } else if named.last_seq < tail.last_seq {
+        Err(format!(
+            "events after {} were added without moving the anchor (written outside the journal?)",
+            named.last_seq
+        ))
+    } else if named.last_hash != tail.last_hash {
+        Err(format!("event {} is not the event the anchor names (replaced?)", named.last_seq))
+    } else {
+        Ok(())
+    })
+}

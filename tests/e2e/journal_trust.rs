@@ -1,0 +1,154 @@
+//! A journal that was altered, truncated, given another key or damaged is refused (exit 6) by
+//! every command that decides or shows something from it, and nothing is appended to it.
+
+use crate::support::TestEnv;
+
+/// `make` succeeds and publishes a value that `use` consumes; `use` fails until `ready` exists.
+const RUNBOOK: &str = r#"
+[runbook]
+name = "trust-demo"
+
+[[steps]]
+id = "make"
+kind = "exec"
+inputs.argv = ["{stepper}", "append", "{dir}/log", "make", "print", "id-1234"]
+outputs.id = { from = "stdout" }
+
+[[steps]]
+id = "use"
+kind = "exec"
+inputs.argv = ["{stepper}", "require", "{dir}/ready", "append", "{dir}/log", "use-${steps.make.id}"]
+"#;
+
+/// A first run that fails at `use`, as the starting point of every test.
+fn failed_run(env: &TestEnv) -> String {
+    let runbook = env.write("trust.toml", RUNBOOK);
+    let first = env.run(&["run", runbook.to_str().unwrap()]);
+    assert_eq!(first.code, 3, "{}", first.all());
+    std::fs::write(env.path().join("ready"), "").unwrap();
+    runbook.to_str().unwrap().to_string()
+}
+
+/// Tampering needs the append-only triggers out of the way first, as an attacker would.
+fn tamper(env: &TestEnv, sql: &str) {
+    let db = rusqlite::Connection::open(env.journal()).unwrap();
+    db.execute_batch(
+        "DROP TRIGGER IF EXISTS events_append_only_update; DROP TRIGGER IF EXISTS events_append_only_delete;
+         DROP TRIGGER IF EXISTS runs_append_only_update; DROP TRIGGER IF EXISTS runs_append_only_delete; PRAGMA foreign_keys=OFF;",
+    )
+    .unwrap();
+    db.execute_batch(sql).unwrap();
+}
+
+/// The highest seq, read by rowid so a damaged index cannot hide an append.
+fn last_seq(env: &TestEnv) -> i64 {
+    let db = rusqlite::Connection::open(env.journal()).unwrap();
+    db.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0)).unwrap()
+}
+
+/// Every command that reads the journal to decide or show something exits 6, says why, and the
+/// journal gains no event; no step ran again.
+fn every_reader_refuses(env: &TestEnv, runbook: &str, expect: &str) {
+    let before = last_seq(env);
+    let log_before = env.log("log");
+    for args in [
+        vec!["audit", "--verify"],
+        vec!["resume"],
+        vec!["run", runbook],
+        vec!["plan", runbook],
+        vec!["status"],
+        vec!["outputs"],
+        vec!["get", "make.id"],
+    ] {
+        let out = env.run(&args);
+        assert_eq!(out.code, 6, "`{}` must refuse the journal:\n{}", args.join(" "), out.all());
+        assert!(out.all().contains(expect), "`{}` must say what was found ({expect}):\n{}", args.join(" "), out.all());
+        assert_eq!(last_seq(env), before, "`{}` appended to the journal", args.join(" "));
+    }
+    assert_eq!(env.log("log"), log_before, "a step ran");
+}
+
+#[test]
+fn an_untouched_failed_run_resumes() {
+    let env = TestEnv::new();
+    failed_run(&env);
+    let resumed = env.run(&["resume"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.all());
+    assert_eq!(env.log("log"), ["make", "use-id-1234"]);
+}
+
+#[test]
+fn deleting_the_last_rows_is_refused_not_read_as_interrupted() {
+    let env = TestEnv::new();
+    let runbook = failed_run(&env);
+    // The last two rows are `use`'s step_finished (failed) and the run_finished: without them
+    // the failed step would look interrupted.
+    let last = last_seq(&env);
+    tamper(&env, &format!("DELETE FROM events WHERE seq > {}", last - 2));
+    every_reader_refuses(&env, &runbook, &format!("events {} to {last} at the end are missing", last - 1));
+}
+
+#[test]
+fn deleting_a_whole_run_is_refused() {
+    let env = TestEnv::new();
+    let runbook = failed_run(&env);
+    let second = env.run(&["run", &runbook]);
+    assert_eq!(second.code, 0, "{}", second.all());
+    let db = rusqlite::Connection::open(env.journal()).unwrap();
+    let newest: String = db.query_row("SELECT id FROM runs ORDER BY rowid DESC LIMIT 1", [], |r| r.get(0)).unwrap();
+    drop(db);
+    tamper(&env, &format!("DELETE FROM events WHERE run_id = '{newest}'; DELETE FROM runs WHERE id = '{newest}';"));
+    every_reader_refuses(&env, &runbook, "at the end are missing (deleted?)");
+}
+
+#[test]
+fn deleting_every_row_is_refused() {
+    let env = TestEnv::new();
+    let runbook = failed_run(&env);
+    tamper(&env, "DELETE FROM events; DELETE FROM runs;");
+    every_reader_refuses(&env, &runbook, "every event is missing");
+}
+
+#[test]
+fn an_altered_output_is_never_used() {
+    let env = TestEnv::new();
+    let runbook = failed_run(&env);
+    tamper(
+        &env,
+        "UPDATE events SET data = replace(data, 'id-1234', 'id-9999') WHERE kind = 'step_finished' AND step = 'make'",
+    );
+    every_reader_refuses(&env, &runbook, "hash does not match the event's content (altered?)");
+    assert!(!env.log("log").iter().any(|l| l.contains("9999")), "{:?}", env.log("log"));
+}
+
+#[test]
+fn a_replaced_key_file_is_refused_not_read_as_changed_inputs() {
+    let env = TestEnv::new();
+    let runbook = failed_run(&env);
+    let key = env.path().join("journal.db.key");
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    every_reader_refuses(&env, &runbook, "does not belong to journal");
+    assert_eq!(std::fs::read(&key).unwrap(), [7u8; 32], "the key file was changed");
+}
+
+#[test]
+fn a_damaged_page_stops_resume_before_it_appends() {
+    let env = TestEnv::new();
+    let runbook = failed_run(&env);
+    // Fold the write-ahead log into the file, then damage one index page: reads by seq still
+    // work, so only a check of the file itself notices.
+    let db = rusqlite::Connection::open(env.journal()).unwrap();
+    let mode: String = db.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "delete");
+    let page_size: i64 = db.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+    let root: i64 =
+        db.query_row("SELECT rootpage FROM sqlite_master WHERE name = 'events_by_ts'", [], |r| r.get(0)).unwrap();
+    drop(db);
+    let mut bytes = std::fs::read(env.journal()).unwrap();
+    let (root, page_size) = (root as usize, page_size as usize);
+    let start = (root - 1) * page_size;
+    bytes[start..start + page_size].fill(0xA5);
+    std::fs::write(env.journal(), bytes).unwrap();
+
+    every_reader_refuses(&env, &runbook, "damaged database file");
+}
