@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::faults::FaultModel;
+use crate::kube::KubeApiConfig;
 use crate::latency::LatencyModel;
 
 /// The tenant the Azure CLI recordings were made in, so replayed bodies match.
@@ -44,6 +45,8 @@ pub struct SandboxConfig {
     pub unregistered_providers: Vec<String>,
     /// From the register POST until the provider reports `Registered`.
     pub provider_registration: Duration,
+    /// The management cluster's Kubernetes API.
+    pub kube: KubeApiConfig,
 }
 
 impl Default for SandboxConfig {
@@ -61,6 +64,7 @@ impl Default for SandboxConfig {
             principal_type_skips_lookup: false,
             unregistered_providers: Vec::new(),
             provider_registration: Duration::from_secs(30),
+            kube: KubeApiConfig::default(),
         }
     }
 }
@@ -77,6 +81,7 @@ impl SandboxConfig {
             parent_not_found_for: base.parent_not_found_for.mul_f64(factor),
             application_replication_delay: base.application_replication_delay.mul_f64(factor),
             provider_registration: base.provider_registration.mul_f64(factor),
+            kube: KubeApiConfig::scaled(factor),
             ..base
         }
     }

@@ -6,6 +6,9 @@
 //! Each service listens on its own ephemeral port of 127.0.0.1 and answers a readiness
 //! `GET /.sandbox/ready` ([`READY_PATH`]). The sandbox is in-process: [`Sandbox::start`]
 //! spawns tokio tasks and [`Sandbox::shutdown`] stops them.
+//!
+//! Beside Azure, the sandbox serves the management cluster's Kubernetes API
+//! ([`kube::KubeApiServer`]) with the same certificate authority.
 
 mod arm;
 mod auth;
@@ -15,6 +18,7 @@ mod entra;
 mod faults;
 mod graph;
 mod graph_shapes;
+pub mod kube;
 mod latency;
 mod request_log;
 mod sas;
@@ -35,6 +39,7 @@ pub use faults::{Fault, FaultModel};
 pub use latency::{LatencyModel, Operation};
 pub use request_log::{LoggedRequest, Service};
 pub use server::{READY_PATH, STATE_PATH};
+pub use tls::CertificateAuthority;
 
 use faults::FaultInjector;
 use state::{Client, State};
@@ -122,6 +127,7 @@ impl Shared {
 /// A running sandbox.
 pub struct Sandbox {
     shared: Arc<Shared>,
+    kube: kube::KubeApiServer,
     ca_pem: String,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
@@ -131,7 +137,9 @@ impl Sandbox {
     /// Generates a CA, binds 127.0.0.1 on four ephemeral ports (ARM, Entra, Graph, Blob)
     /// and serves them on tokio tasks of the current runtime.
     pub async fn start(config: SandboxConfig) -> Result<Sandbox, Error> {
-        let tls = tls::generate()?;
+        let ca = tls::CertificateAuthority::generate("runbook sandbox CA")?;
+        let tls = tls::azure_services(&ca)?;
+        let kube = kube::KubeApiServer::start_with_ca(config.kube.clone(), &ca).await?;
         let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config.clone());
         let services = [Service::Arm, Service::Entra, Service::Graph, Service::Blob];
         let mut listeners = Vec::new();
@@ -175,7 +183,7 @@ impl Sandbox {
                 tokio::spawn(server::serve(listener, acceptor.clone(), service, shared.clone(), shutdown_rx.clone()))
             })
             .collect();
-        Ok(Sandbox { shared, ca_pem: tls.ca_pem, shutdown, tasks })
+        Ok(Sandbox { shared, kube, ca_pem: tls.ca_pem, shutdown, tasks })
     }
 
     /// Azure Resource Manager, e.g. `https://127.0.0.1:PORT/` (paths `/subscriptions/...`).
@@ -198,6 +206,17 @@ impl Sandbox {
     /// `properties.primaryEndpoints.blob`.
     pub fn blob_endpoint(&self, account: &str) -> String {
         format!("{}/{}/", self.shared.endpoints.blob, account)
+    }
+
+    /// The management cluster's Kubernetes API (its certificate is signed by the same CA).
+    pub fn kube(&self) -> &kube::KubeApiServer {
+        &self.kube
+    }
+
+    /// A kubeconfig for the management cluster: cluster-admin by default, plus a context
+    /// for the restricted identity.
+    pub fn kubeconfig(&self) -> String {
+        self.kube.kubeconfig()
     }
 
     /// The PEM of the CA generated at start; clients must trust it explicitly.
@@ -232,9 +251,12 @@ impl Sandbox {
         self.shared.state().clients.get(client_id).map(|c| c.object_id.clone())
     }
 
-    /// Every request answered so far, oldest first.
+    /// Every request answered so far (Azure and Kubernetes), oldest first.
     pub fn request_log(&self) -> Vec<LoggedRequest> {
-        self.shared.log.lock().expect("log lock").clone()
+        let mut log = self.shared.log.lock().expect("log lock").clone();
+        log.extend(self.kube.request_log());
+        log.sort_by_key(|r| r.timestamp);
+        log
     }
 
     /// ARM ids present now, sorted.
@@ -265,5 +287,6 @@ impl Sandbox {
         for task in self.tasks {
             let _ = task.await;
         }
+        self.kube.shutdown().await;
     }
 }

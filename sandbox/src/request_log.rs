@@ -10,6 +10,8 @@ pub enum Service {
     Entra,
     Graph,
     Blob,
+    /// The management cluster's Kubernetes API.
+    Kube,
 }
 
 impl fmt::Display for Service {
@@ -19,6 +21,7 @@ impl fmt::Display for Service {
             Service::Entra => "entra",
             Service::Graph => "graph",
             Service::Blob => "blob",
+            Service::Kube => "kube",
         })
     }
 }
@@ -34,9 +37,9 @@ pub struct LoggedRequest {
     pub query: String,
     /// HTTP status; 0 when the connection was reset by fault injection.
     pub status: u16,
-    /// The Azure error code of the response, if it was an error.
+    /// The Azure error code (Kubernetes: the Status reason) of the response, if it was an error.
     pub error_code: Option<String>,
-    /// The client id of the bearer token, when one was presented and valid.
+    /// The client id of the bearer token (Kubernetes: the username), when one was presented and valid.
     pub client_id: Option<String>,
     pub request_id: String,
     pub timestamp: jiff::Timestamp,

@@ -154,6 +154,8 @@ async fn dispatch(shared: &Arc<Shared>, service: Service, req: Req) -> Reply {
         Service::Entra => entra::handle(shared, req).await,
         Service::Graph => graph::handle(shared, req).await,
         Service::Blob => blob::handle(shared, req).await,
+        // The Kubernetes API has its own listener (kube::KubeApiServer); never routed here.
+        Service::Kube => Reply::empty(StatusCode::NOT_FOUND),
     }
 }
 
@@ -182,6 +184,7 @@ fn throttled(shared: &Shared, service: Service, req: &Req, after: std::time::Dur
             "Too many requests. Please retry after the time specified in the Retry-After header.",
         ),
         Service::Blob => crate::blob::blob_error(StatusCode::SERVICE_UNAVAILABLE, "ServerBusy", "The server is busy."),
+        Service::Kube => Reply::empty(StatusCode::TOO_MANY_REQUESTS),
         Service::Entra => crate::entra::token_error(
             StatusCode::TOO_MANY_REQUESTS,
             "temporarily_unavailable",
@@ -210,6 +213,7 @@ fn server_error(shared: &Shared, service: Service, correlation_id: &str) -> Repl
             "serviceNotAvailable",
             "Service unavailable. Please try again later.",
         ),
+        Service::Kube => Reply::empty(StatusCode::INTERNAL_SERVER_ERROR),
         Service::Blob => crate::blob::blob_error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "InternalError",
@@ -252,7 +256,7 @@ fn build_response(
         Service::Blob => {
             common.push(("server".into(), "Windows-Azure-Blob/1.0 Microsoft-HTTPAPI/2.0".into()));
         }
-        Service::Entra => {}
+        Service::Entra | Service::Kube => {}
     }
     if let Some(id) = client_request_id {
         common.push(("x-ms-client-request-id".into(), id));

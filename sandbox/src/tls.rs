@@ -1,7 +1,9 @@
-//! The sandbox's own certificate authority and loopback server certificate.
+//! The sandbox's own certificate authority and loopback server certificates.
 //!
 //! azure_core refuses bearer tokens over plain HTTP and azure_identity refuses a plain-HTTP
-//! authority, so the sandbox must speak TLS; clients trust the CA explicitly.
+//! authority, so the sandbox must speak TLS; clients trust the CA explicitly. Leaves are
+//! `CA:FALSE` with EKU serverAuth: rustls-webpki (kube-rs) refuses a CA certificate used as
+//! a server certificate.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -23,38 +25,75 @@ fn cert_error(e: rcgen::Error) -> Error {
     Error::Certificate(e.to_string())
 }
 
-/// A fresh CA and a server certificate for `127.0.0.1` / `localhost` signed by it.
-pub(crate) fn generate() -> Result<TlsMaterial, Error> {
-    let ca_key = KeyPair::generate().map_err(cert_error)?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(cert_error)?;
-    ca_params.distinguished_name.push(DnType::CommonName, "runbook sandbox CA");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages =
-        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-    let ca_cert = ca_params.self_signed(&ca_key).map_err(cert_error)?;
-    let issuer = Issuer::new(ca_params, ca_key);
+/// A certificate authority that issues loopback server certificates. One authority can
+/// serve several listeners (the Azure services and every Kubernetes API server), so a
+/// client trusting one PEM reaches all of them.
+pub struct CertificateAuthority {
+    issuer: Issuer<'static, KeyPair>,
+    ca_der: CertificateDer<'static>,
+    ca_pem: String,
+}
 
-    let server_key = KeyPair::generate().map_err(cert_error)?;
-    let mut server_params = CertificateParams::new(Vec::<String>::new()).map_err(cert_error)?;
-    server_params.distinguished_name.push(DnType::CommonName, "127.0.0.1");
-    server_params.subject_alt_names = vec![
-        SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-        SanType::DnsName("localhost".try_into().map_err(cert_error)?),
-    ];
-    server_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    server_params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
-    let server_cert = server_params.signed_by(&server_key, &issuer).map_err(cert_error)?;
+impl std::fmt::Debug for CertificateAuthority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertificateAuthority").finish_non_exhaustive()
+    }
+}
 
-    let chain: Vec<CertificateDer<'static>> = vec![server_cert.der().clone(), ca_cert.der().clone()];
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key.serialize_der()));
-    // An explicit provider, so nothing depends on a process-wide default being installed.
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Error::Tls(e.to_string()))?
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .map_err(|e| Error::Tls(e.to_string()))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(TlsMaterial { ca_pem: ca_cert.pem(), server_config: Arc::new(config) })
+impl CertificateAuthority {
+    /// A fresh CA with its own key.
+    pub fn generate(common_name: &str) -> Result<CertificateAuthority, Error> {
+        let ca_key = KeyPair::generate().map_err(cert_error)?;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(cert_error)?;
+        ca_params.distinguished_name.push(DnType::CommonName, common_name);
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages =
+            vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        let ca_cert = ca_params.self_signed(&ca_key).map_err(cert_error)?;
+        Ok(CertificateAuthority {
+            ca_pem: ca_cert.pem(),
+            ca_der: ca_cert.der().clone(),
+            issuer: Issuer::new(ca_params, ca_key),
+        })
+    }
+
+    /// The CA certificate clients must trust.
+    pub fn pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// A rustls server config with a fresh leaf for `127.0.0.1` / `localhost`, offering
+    /// the given ALPN protocols.
+    pub(crate) fn server_config(&self, alpn: &[&[u8]]) -> Result<Arc<rustls::ServerConfig>, Error> {
+        let server_key = KeyPair::generate().map_err(cert_error)?;
+        let mut server_params = CertificateParams::new(Vec::<String>::new()).map_err(cert_error)?;
+        server_params.distinguished_name.push(DnType::CommonName, "127.0.0.1");
+        server_params.is_ca = IsCa::ExplicitNoCa;
+        server_params.subject_alt_names = vec![
+            SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            SanType::DnsName("localhost".try_into().map_err(cert_error)?),
+        ];
+        server_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        server_params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        let server_cert = server_params.signed_by(&server_key, &self.issuer).map_err(cert_error)?;
+
+        let chain: Vec<CertificateDer<'static>> = vec![server_cert.der().clone(), self.ca_der.clone()];
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(server_key.serialize_der()));
+        // An explicit provider, so nothing depends on a process-wide default being installed.
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::Tls(e.to_string()))?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .map_err(|e| Error::Tls(e.to_string()))?;
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        Ok(Arc::new(config))
+    }
+}
+
+/// A server config for the Azure services (HTTP/2 or HTTP/1.1) signed by `ca`.
+pub(crate) fn azure_services(ca: &CertificateAuthority) -> Result<TlsMaterial, Error> {
+    let server_config = ca.server_config(&[b"h2", b"http/1.1"])?;
+    Ok(TlsMaterial { ca_pem: ca.pem().to_string(), server_config })
 }

@@ -44,8 +44,11 @@ impl Rehearsal {
         let workdir =
             std::path::absolute(base.join(crate::who::new_run_id())).map_err(|e| CliError::Internal(e.into()))?;
         let (sandbox, ca_file) = start(options, &workdir).await?;
-        let settings = azure_env(&sandbox, &ca_file);
+        let mut settings = azure_env(&sandbox, &ca_file);
         crate::cli::sandbox::seed(&settings, sandbox.ca_pem()).await?;
+        // The in-process management cluster, for the kube kind and kubectl in exec steps.
+        let kubeconfig = crate::cli::sandbox::kubeconfig_path(&workdir);
+        settings.insert("KUBECONFIG".into(), kubeconfig.display().to_string());
         let mut registry = crate::registry();
         registry.register(Arc::new(runbook_steps::Arm::with_env(settings.clone())));
         registry.register(Arc::new(runbook_steps::Graph::with_env(settings.clone())));

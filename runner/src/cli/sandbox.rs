@@ -34,8 +34,15 @@ pub fn config(options: &SandboxOptions) -> SandboxConfig {
             slow_by: Duration::from_millis(((2000.0 * options.latency_scale) as u64).max(20)),
             ..FaultModel::none()
         };
+        // The Kubernetes API draws from its own sequence (a reset there cuts a watch).
+        config.kube.faults = FaultModel { seed: options.seed.wrapping_add(1), ..config.faults.clone() };
     }
     config
+}
+
+/// Where `start` writes the management cluster's kubeconfig (0600: it holds bearer tokens).
+pub fn kubeconfig_path(dir: &Path) -> PathBuf {
+    dir.join("kubeconfig")
 }
 
 /// The settings the Azure step kinds read, pointing at `sandbox` and trusting its CA.
@@ -63,6 +70,7 @@ pub async fn start(options: &SandboxOptions, dir: &Path) -> CliResult<(Sandbox, 
     std::fs::create_dir_all(dir).map_err(|e| CliError::user(format!("cannot create `{}`: {e}", dir.display())))?;
     let ca_file = dir.join("sandbox-ca.pem");
     std::fs::write(&ca_file, sandbox.ca_pem()).map_err(|e| CliError::Internal(e.into()))?;
+    write_private(&kubeconfig_path(dir), sandbox.kubeconfig().as_bytes())?;
     Ok((sandbox, ca_file))
 }
 
@@ -70,20 +78,28 @@ pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf) -> CliResult {
     let (sandbox, ca_file) = start(&options, &dir).await?;
     let settings = azure_env(&sandbox, &ca_file);
     seed(&settings, sandbox.ca_pem()).await?;
-    let exports: String = settings.iter().map(|(k, v)| format!("export {k}={v}\n")).collect();
+    let mut exports: String = settings.iter().map(|(k, v)| format!("export {k}={v}\n")).collect();
+    exports.push_str(&format!("export KUBECONFIG={}\n", kubeconfig_path(&dir).display()));
     // The file holds the sandbox client's secret, so it is 0600 and the terminal never shows it.
     let env_file = dir.join("sandbox.env");
     write_private(&env_file, exports.as_bytes())?;
     if env.json {
         println!(
             "{}",
-            serde_json::json!({ "env_file": env_file, "ca_file": ca_file, "arm_endpoint": sandbox.arm_endpoint() })
+            serde_json::json!({
+                "env_file": env_file,
+                "ca_file": ca_file,
+                "arm_endpoint": sandbox.arm_endpoint(),
+                "kubeconfig": kubeconfig_path(&dir),
+                "kube_endpoint": sandbox.kube().url(),
+            })
         );
     } else {
         eprintln!(
-            "sandbox Azure is up on loopback: ARM {}, Graph {}",
+            "sandbox Azure is up on loopback: ARM {}, Graph {}; Kubernetes API {}",
             sandbox.arm_endpoint(),
-            sandbox.graph_endpoint()
+            sandbox.graph_endpoint(),
+            sandbox.kube().url()
         );
         eprintln!("point runbook at it with:  source {}", env_file.display());
         eprintln!("Ctrl-C stops it (its state lives in memory).");

@@ -1,0 +1,405 @@
+//! The Kubernetes API server driven over HTTPS with a plain HTTP client: discovery,
+//! CRUD with JSON and protobuf bodies, Status errors, authorization, lists and patches.
+
+use runbook_sandbox::kube::{KubeApiConfig, KubeApiServer, RESTRICTED_USER};
+use serde_json::{Value, json};
+
+struct Api {
+    server: KubeApiServer,
+    http: reqwest::Client,
+}
+
+struct Answer {
+    status: u16,
+    content_type: String,
+    body: Value,
+}
+
+impl Api {
+    async fn start() -> Api {
+        let server = KubeApiServer::start(KubeApiConfig::default()).await.expect("server starts");
+        // reqwest uses rustls, which refuses a CA certificate as a server certificate:
+        // connecting at all shows the leaf is CA:FALSE with an IP SAN for 127.0.0.1.
+        let ca = reqwest::Certificate::from_pem(server.ca_pem().as_bytes()).expect("CA parses");
+        let http = reqwest::Client::builder().add_root_certificate(ca).build().expect("client");
+        Api { server, http }
+    }
+
+    fn token(&self, user: &str) -> String {
+        self.server.identities().iter().find(|i| i.username == user).expect("identity").token.clone()
+    }
+
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        content_type: &str,
+        accept: &str,
+        body: Vec<u8>,
+    ) -> Answer {
+        let url = format!("{}{path}", self.server.url());
+        let mut req = self.http.request(method.parse().expect("method"), url).header("accept", accept);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if !body.is_empty() {
+            req = req.header("content-type", content_type).body(body);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let content_type =
+            resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        let bytes = resp.bytes().await.expect("body");
+        let body =
+            serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        Answer { status, content_type, body }
+    }
+
+    async fn admin(&self, method: &str, path: &str, body: Option<Value>) -> Answer {
+        let token = self.server.admin_token().to_string();
+        let bytes = body.map(|b| serde_json::to_vec(&b).expect("json")).unwrap_or_default();
+        self.call(method, path, Some(&token), "application/json", "application/json", bytes).await
+    }
+}
+
+fn pb_field(n: u32, bytes: &[u8]) -> Vec<u8> {
+    let mut out = vec![((n << 3) | 2) as u8];
+    let mut len = bytes.len();
+    while len >= 0x80 {
+        out.push((len as u8 & 0x7f) | 0x80);
+        len >>= 7;
+    }
+    out.push(len as u8);
+    out.extend_from_slice(bytes);
+    out
+}
+
+/// What `kubectl create secret generic NAME --from-file=f.json` sends.
+fn protobuf_secret(name: &str, namespace: &str, file: &str, content: &[u8]) -> Vec<u8> {
+    let meta = [pb_field(1, name.as_bytes()), pb_field(2, b""), pb_field(3, namespace.as_bytes())].concat();
+    let entry = [pb_field(1, file.as_bytes()), pb_field(2, content)].concat();
+    let secret = [pb_field(1, &meta), pb_field(2, &entry), pb_field(3, b"")].concat();
+    let type_meta = [pb_field(1, b"v1"), pb_field(2, b"Secret")].concat();
+    [b"k8s\x00".to_vec(), pb_field(1, &type_meta), pb_field(2, &secret)].concat()
+}
+
+#[tokio::test]
+async fn version_discovery_and_authentication() {
+    let api = Api::start().await;
+    let version = api.admin("GET", "/version?timeout=5s", None).await;
+    assert_eq!((version.body["major"].as_str(), version.body["minor"].as_str()), (Some("1"), Some("32")));
+
+    let anonymous = api.call("GET", "/api/v1/namespaces", None, "", "application/json", vec![]).await;
+    assert_eq!(anonymous.status, 401);
+    assert_eq!(anonymous.body["reason"], "Unauthorized");
+
+    let agg_accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+    let token = api.server.admin_token().to_string();
+    let core = api.call("GET", "/api?timeout=32s", Some(&token), "", agg_accept, vec![]).await;
+    assert_eq!(core.content_type, "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
+    let resources = core.body["items"][0]["versions"][0]["resources"].as_array().expect("core resources");
+    let secrets = resources.iter().find(|r| r["resource"] == "secrets").expect("secrets discovered");
+    assert_eq!(secrets["scope"], "Namespaced");
+    let groups = api.call("GET", "/apis", Some(&token), "", agg_accept, vec![]).await;
+    let names: Vec<&str> =
+        groups.body["items"].as_array().unwrap().iter().filter_map(|g| g["metadata"]["name"].as_str()).collect();
+    assert!(names.contains(&"apps") && names.contains(&"apiextensions.k8s.io"), "{names:?}");
+
+    let legacy = api.admin("GET", "/api", None).await;
+    assert_eq!(legacy.body["kind"], "APIVersions");
+    let v1 = api.admin("GET", "/api/v1", None).await;
+    assert!(v1.body["resources"].as_array().unwrap().iter().any(|r| r["name"] == "namespaces/status"));
+    let apps = api.admin("GET", "/apis/apps/v1", None).await;
+    assert!(
+        apps.body["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "deployments/scale" && r["kind"] == "Scale")
+    );
+    let unknown = api.admin("GET", "/apis/example.com/v1/widgets", None).await;
+    assert_eq!((unknown.status, unknown.body["reason"].as_str()), (404, Some("NotFound")));
+    api.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn objects_are_created_read_updated_and_deleted_with_real_status_errors() {
+    let api = Api::start().await;
+    let ns = api
+        .admin(
+            "POST",
+            "/api/v1/namespaces?fieldManager=kubectl-create",
+            Some(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "clusters"}})),
+        )
+        .await;
+    assert_eq!(ns.status, 201);
+    assert_eq!(ns.body["metadata"]["labels"]["kubernetes.io/metadata.name"], "clusters");
+    assert_eq!(ns.body["status"]["phase"], "Active");
+
+    // kubectl create secret generic: a protobuf body, answered in JSON.
+    let token = api.server.admin_token().to_string();
+    let body = protobuf_secret("azure-config-file", "clusters", "azure.json", b"{\"a\":1}");
+    let created = api
+        .call(
+            "POST",
+            "/api/v1/namespaces/clusters/secrets?fieldManager=kubectl-create&fieldValidation=Strict",
+            Some(&token),
+            "application/vnd.kubernetes.protobuf",
+            "application/vnd.kubernetes.protobuf,application/json",
+            body.clone(),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    assert_eq!(created.body["kind"], "Secret");
+    assert_eq!(created.body["type"], "Opaque");
+    assert_eq!(created.body["data"]["azure.json"], "eyJhIjoxfQ==");
+    let uid = created.body["metadata"]["uid"].as_str().expect("uid").to_string();
+    assert!(created.body["metadata"]["resourceVersion"].as_str().is_some_and(|rv| rv.parse::<u64>().is_ok()));
+    assert!(created.body["metadata"]["creationTimestamp"].as_str().is_some_and(|t| t.ends_with('Z')));
+    assert_eq!(created.body["metadata"]["managedFields"][0]["manager"], "kubectl-create");
+
+    let again = api
+        .call(
+            "POST",
+            "/api/v1/namespaces/clusters/secrets",
+            Some(&token),
+            "application/vnd.kubernetes.protobuf",
+            "application/json",
+            body,
+        )
+        .await;
+    assert_eq!((again.status, again.body["reason"].as_str()), (409, Some("AlreadyExists")));
+    assert_eq!(again.body["message"], "secrets \"azure-config-file\" already exists");
+
+    let missing = api.admin("GET", "/api/v1/namespaces/clusters/secrets/nope", None).await;
+    assert_eq!((missing.status, missing.body["reason"].as_str()), (404, Some("NotFound")));
+    assert_eq!(missing.body["message"], "secrets \"nope\" not found");
+    assert_eq!(missing.body["details"], json!({"name": "nope", "kind": "secrets"}));
+
+    let no_ns =
+        api.admin("POST", "/api/v1/namespaces/absent/configmaps", Some(json!({"metadata": {"name": "c"}}))).await;
+    assert_eq!((no_ns.status, no_ns.body["message"].as_str()), (404, Some("namespaces \"absent\" not found")));
+    let empty = api.admin("GET", "/api/v1/namespaces/absent/configmaps", None).await;
+    assert_eq!((empty.status, empty.body["items"].clone()), (200, json!([])));
+
+    // stringData folds into data; an update with a stale resourceVersion conflicts.
+    let cm = api
+        .admin(
+            "POST",
+            "/api/v1/namespaces/clusters/secrets",
+            Some(json!({"metadata": {"name": "s2"}, "stringData": {"k": "v"}})),
+        )
+        .await;
+    assert_eq!(cm.body["data"], json!({"k": "dg=="}));
+    assert!(cm.body.get("stringData").is_none());
+    let mut stale = cm.body.clone();
+    stale["metadata"]["resourceVersion"] = json!("1");
+    let conflict = api.admin("PUT", "/api/v1/namespaces/clusters/secrets/s2", Some(stale)).await;
+    assert_eq!((conflict.status, conflict.body["reason"].as_str()), (409, Some("Conflict")));
+    let mut fresh = cm.body.clone();
+    fresh["data"]["k"] = json!("dzI=");
+    let updated = api.admin("PUT", "/api/v1/namespaces/clusters/secrets/s2", Some(fresh)).await;
+    assert_eq!(updated.status, 200);
+    assert_ne!(updated.body["metadata"]["resourceVersion"], cm.body["metadata"]["resourceVersion"]);
+
+    // Deleting with a wrong uid precondition is refused; then it goes.
+    let refused = api
+        .admin(
+            "DELETE",
+            "/api/v1/namespaces/clusters/secrets/azure-config-file",
+            Some(json!({"preconditions": {"uid": "other"}})),
+        )
+        .await;
+    assert_eq!(refused.status, 409);
+    let deleted = api
+        .admin(
+            "DELETE",
+            "/api/v1/namespaces/clusters/secrets/azure-config-file",
+            Some(json!({"propagationPolicy": "Background", "preconditions": {"uid": uid}})),
+        )
+        .await;
+    assert_eq!(deleted.status, 200);
+    let gone = api.admin("GET", "/api/v1/namespaces/clusters/secrets/azure-config-file", None).await;
+    assert_eq!(gone.status, 404);
+    api.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn lists_select_page_and_render_tables() {
+    let api = Api::start().await;
+    for (name, tier) in [("a", "web"), ("b", "web"), ("c", "db")] {
+        let made = api
+            .admin(
+                "POST",
+                "/api/v1/namespaces/default/configmaps",
+                Some(json!({"metadata": {"name": name, "labels": {"tier": tier}}, "data": {"x": "1"}})),
+            )
+            .await;
+        assert_eq!(made.status, 201);
+    }
+    let web =
+        api.admin("GET", "/api/v1/namespaces/default/configmaps?labelSelector=tier+in+%28web%2Cother%29", None).await;
+    let names: Vec<&str> =
+        web.body["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["a", "b"]);
+    let by_name = api.admin("GET", "/api/v1/configmaps?fieldSelector=metadata.name%3Dc", None).await;
+    assert_eq!(by_name.body["items"].as_array().unwrap().len(), 1);
+    let bad = api.admin("GET", "/api/v1/configmaps?fieldSelector=spec.x%3D1", None).await;
+    assert_eq!((bad.status, bad.body["reason"].as_str()), (400, Some("BadRequest")));
+
+    let first = api.admin("GET", "/api/v1/namespaces/default/configmaps?limit=2", None).await;
+    assert_eq!(first.body["items"].as_array().unwrap().len(), 2);
+    let token = first.body["metadata"]["continue"].as_str().expect("continue token").to_string();
+    let rest = api.admin("GET", &format!("/api/v1/namespaces/default/configmaps?limit=2&continue={token}"), None).await;
+    assert_eq!(rest.body["items"][0]["metadata"]["name"], "c");
+    assert!(rest.body["metadata"].get("continue").is_none());
+
+    let admin = api.server.admin_token().to_string();
+    let table_accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+    let table = api.call("GET", "/api/v1/namespaces?limit=500", Some(&admin), "", table_accept, vec![]).await;
+    assert_eq!(table.body["kind"], "Table");
+    let columns: Vec<&str> =
+        table.body["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(columns, ["Name", "Status", "Age"]);
+    let row = &table.body["rows"][0];
+    assert_eq!(row["cells"][1], "Active");
+    assert_eq!(row["object"]["kind"], "PartialObjectMetadata");
+    assert!(row["object"]["metadata"]["labels"].is_object());
+    api.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_restricted_identity_reads_but_may_not_write_and_reviews_agree() {
+    let api = Api::start().await;
+    let ns = api.admin("POST", "/api/v1/namespaces", Some(json!({"metadata": {"name": "hypershift"}}))).await;
+    assert_eq!(ns.status, 201);
+    let reader = api.token(RESTRICTED_USER);
+    let list =
+        api.call("GET", "/api/v1/namespaces/hypershift/secrets", Some(&reader), "", "application/json", vec![]).await;
+    assert_eq!(list.status, 200);
+    let body = serde_json::to_vec(&json!({"metadata": {"name": "x"}})).unwrap();
+    let denied = api
+        .call(
+            "POST",
+            "/api/v1/namespaces/hypershift/secrets",
+            Some(&reader),
+            "application/json",
+            "application/json",
+            body,
+        )
+        .await;
+    assert_eq!((denied.status, denied.body["reason"].as_str()), (403, Some("Forbidden")));
+    assert_eq!(
+        denied.body["message"],
+        "secrets is forbidden: User \"sandbox-reader\" cannot create resource \"secrets\" in API group \"\" in the namespace \"hypershift\""
+    );
+    let elsewhere =
+        api.call("GET", "/api/v1/namespaces/default/secrets", Some(&reader), "", "application/json", vec![]).await;
+    assert_eq!(elsewhere.status, 403);
+
+    let review = |verb: &str| {
+        serde_json::to_vec(&json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": {"resourceAttributes": {"namespace": "hypershift", "verb": verb, "resource": "secrets"}}})).unwrap()
+    };
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews?";
+    let can_create =
+        api.call("POST", path, Some(&reader), "application/json", "application/json", review("create")).await;
+    assert_eq!((can_create.status, can_create.body["status"]["allowed"].as_bool()), (201, Some(false)));
+    let can_get = api.call("POST", path, Some(&reader), "application/json", "application/json", review("get")).await;
+    assert_eq!(can_get.body["status"]["allowed"], true);
+    let admin_can = api.admin("POST", path, Some(serde_json::from_slice(&review("create")).unwrap())).await;
+    assert_eq!(admin_can.body["status"]["allowed"], true);
+
+    let whoami = api
+        .call(
+            "POST",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            Some(&reader),
+            "application/json",
+            "application/json",
+            serde_json::to_vec(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(whoami.body["status"]["userInfo"]["username"], RESTRICTED_USER);
+    let rules = api
+        .call(
+            "POST",
+            "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+            Some(&reader),
+            "application/json",
+            "application/json",
+            serde_json::to_vec(&json!({"spec": {"namespace": "hypershift"}})).unwrap(),
+        )
+        .await;
+    assert!(
+        rules.body["status"]["resourceRules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["verbs"] == json!(["get", "list", "watch"]))
+    );
+    api.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn patches_keep_no_ops_free_and_refuse_strategic_merge_on_custom_resources() {
+    let api = Api::start().await;
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    });
+    assert_eq!(
+        api.admin("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", Some(crd)).await.status,
+        201
+    );
+    let w = api.admin("POST", "/apis/example.com/v1/namespaces/default/widgets", Some(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}, "status": {"ignored": true}}))).await;
+    assert_eq!(w.status, 201, "{:?}", w.body);
+    assert_eq!(w.body["metadata"]["generation"], 1);
+    assert!(w.body.get("status").is_none(), "status is the status subresource's");
+    let rv = w.body["metadata"]["resourceVersion"].clone();
+
+    let admin = api.server.admin_token().to_string();
+    let patch = |ct: &'static str, body: Value| {
+        let admin = admin.clone();
+        let api = &api;
+        async move {
+            api.call(
+                "PATCH",
+                "/apis/example.com/v1/namespaces/default/widgets/w?fieldManager=kubectl-patch",
+                Some(&admin),
+                ct,
+                "application/json",
+                serde_json::to_vec(&body).unwrap(),
+            )
+            .await
+        }
+    };
+    let same = patch("application/merge-patch+json", json!({"spec": {"size": 1}})).await;
+    assert_eq!(same.body["metadata"]["resourceVersion"], rv, "a no-op keeps the resourceVersion");
+    let labelled = patch("application/merge-patch+json", json!({"metadata": {"labels": {"env": "test"}}})).await;
+    assert_eq!(labelled.body["metadata"]["generation"], 1, "metadata changes leave generation");
+    let bigger =
+        patch("application/json-patch+json", json!([{"op": "replace", "path": "/spec/size", "value": 2}])).await;
+    assert_eq!(bigger.body["metadata"]["generation"], 2);
+    let smp = patch("application/strategic-merge-patch+json", json!({"spec": {"size": 3}})).await;
+    assert_eq!((smp.status, smp.body["reason"].as_str()), (415, Some("UnsupportedMediaType")));
+
+    let status = api
+        .call(
+            "PATCH",
+            "/apis/example.com/v1/namespaces/default/widgets/w/status",
+            Some(&admin),
+            "application/merge-patch+json",
+            "application/json",
+            serde_json::to_vec(&json!({"status": {"ready": true}})).unwrap(),
+        )
+        .await;
+    assert_eq!(status.body["status"]["ready"], true);
+    assert_eq!(status.body["metadata"]["generation"], 2, "status writes leave generation");
+    api.server.shutdown().await;
+}
