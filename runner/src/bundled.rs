@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use include_dir::{Dir, include_dir};
 use runbook_steps::TemplateSource;
 
-use crate::model::Origin;
+use crate::model::read::read_text;
+use crate::model::{Origin, Problem};
 
 static RUNBOOKS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../runbooks");
 static TEMPLATES: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../templates");
@@ -22,12 +23,10 @@ pub fn runbooks() -> Vec<(String, &'static str)> {
 }
 
 /// A NAME is a path when it looks like one, else a bundled runbook (by file name or `runbook.name`).
-pub fn locate(name: &str) -> Result<(Origin, String), String> {
+pub fn locate(name: &str) -> Result<(Origin, String), Problem> {
     if name.ends_with(".toml") || name.contains('/') {
         let path = PathBuf::from(name);
-        return std::fs::read_to_string(&path)
-            .map(|text| (Origin::File(path.clone()), text))
-            .map_err(|e| format!("cannot read runbook `{name}`: {e}"));
+        return read_text(&path, "runbook").map(|text| (Origin::File(path.clone()), text));
     }
     for (stem, text) in runbooks() {
         let declared = toml::from_str::<toml::Table>(text)
@@ -38,7 +37,8 @@ pub fn locate(name: &str) -> Result<(Origin, String), String> {
         }
     }
     let known: Vec<String> = runbooks().into_iter().map(|(n, _)| n).collect();
-    Err(format!("no runbook named `{name}`; bundled: {}", known.join(", ")))
+    Err(Problem::without_file(name, format!("no runbook named `{name}`; bundled: {}", known.join(", ")))
+        .with_hint("`runbook list` shows the bundled runbooks; a path must end in .toml"))
 }
 
 /// Templates beside the runbook file first, then the bundled ones.
@@ -48,12 +48,14 @@ pub struct Templates {
 
 impl TemplateSource for Templates {
     fn load(&self, name: &str) -> Option<(String, String)> {
-        if Path::new(name).components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        if runbook_steps::template_name_problem(name).is_some() || Path::new(name).is_absolute() {
             return None;
         }
         if let Some(dir) = &self.dir {
             for candidate in [dir.join(name), dir.join("templates").join(name), dir.join("../templates").join(name)] {
-                if let Ok(text) = std::fs::read_to_string(&candidate) {
+                if candidate.is_file()
+                    && let Ok(text) = read_text(&candidate, "template")
+                {
                     return Some((text, candidate.display().to_string()));
                 }
             }

@@ -37,6 +37,16 @@ impl StepContext {
         if path.is_absolute() { path.to_path_buf() } else { self.work_dir.join(path) }
     }
 
+    /// Where a step writes a file: relative to the run's working directory and inside it (see
+    /// [`output_path_problem`]), so a runbook cannot write over files elsewhere on the machine.
+    pub fn output_path(&self, path: &str) -> Result<PathBuf, crate::StepError> {
+        match output_path_problem(path) {
+            None => Ok(self.work_dir.join(path)),
+            Some(why) => Err(crate::StepError::invalid_inputs(why)
+                .with_hint("write files under the run's working directory (`runbook run --workdir DIR`)")),
+        }
+    }
+
     /// Replaces every secret value in `text` so captured output can be journaled and shown.
     pub fn redact(&self, text: &str) -> String {
         let mut out = text.to_string();
@@ -46,5 +56,39 @@ impl StepContext {
             }
         }
         out
+    }
+}
+
+/// Why a path a step writes to is refused, or None: it must be relative (to the run's working
+/// directory), must not climb out of it with `..`, and must name a file.
+pub fn output_path_problem(path: &str) -> Option<String> {
+    let parsed = Path::new(path);
+    if path.trim().is_empty() {
+        Some("the output path is empty".into())
+    } else if path.contains('\0') {
+        Some(format!("the output path `{}` holds a NUL byte", path.escape_debug()))
+    } else if parsed.is_absolute() {
+        Some(format!("the output path `{path}` is absolute; files are written under the run's working directory"))
+    } else if parsed.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        Some(format!("the output path `{path}` leaves the run's working directory with `..`"))
+    } else if path.ends_with('/') || parsed.file_name().is_none() {
+        Some(format!("the output path `{path}` names a directory, not a file"))
+    } else {
+        None
+    }
+}
+
+/// Why a template name is refused, or None: templates are named, not given as paths, and found
+/// beside the runbook or among the bundled ones.
+pub fn template_name_problem(name: &str) -> Option<String> {
+    let parsed = Path::new(name);
+    if name.trim().is_empty() {
+        Some("the template name is empty".into())
+    } else if parsed.is_absolute() || parsed.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        Some(format!(
+            "template `{name}` is a path outside the runbook's directory; templates are named, e.g. \"summary.json\""
+        ))
+    } else {
+        None
     }
 }

@@ -8,8 +8,10 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
 use crate::capture::{read_bounded, tail};
-use crate::kind::{parse_inputs, schema_of};
-use crate::{OutputDecl, OutputSource, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
+use crate::kind::{known_text, parse_inputs, pointer_segment, refuse_bad_inputs, schema_of};
+use crate::{
+    CheckContext, InputProblem, OutputDecl, OutputSource, OutputSpec, StepContext, StepError, StepKind, StepOutcome,
+};
 
 /// Runs a program directly from an argv array. There is deliberately no shell: values from
 /// variables can never be interpreted as shell syntax.
@@ -73,8 +75,17 @@ impl StepKind for Exec {
         outputs
     }
 
-    async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
-        let inputs: ExecInputs = parse_inputs(inputs)?;
+    fn check_inputs(&self, inputs: &Value, _ctx: &CheckContext<'_>) -> Vec<InputProblem> {
+        check_exec_inputs(inputs)
+    }
+
+    fn exposed_inputs(&self) -> &'static [&'static str] {
+        &["/argv"]
+    }
+
+    async fn run(&self, ctx: &StepContext, raw: &Value) -> Result<StepOutcome, StepError> {
+        refuse_bad_inputs(check_exec_inputs(raw))?;
+        let inputs: ExecInputs = parse_inputs(raw)?;
         let program = resolve_program(&inputs.argv[0], self.base_env.get("PATH"));
         let mut command = tokio::process::Command::new(&program);
         command.args(&inputs.argv[1..]);
@@ -175,6 +186,59 @@ impl StepKind for Exec {
         }
         Ok(StepOutcome { outputs, evidence })
     }
+}
+
+/// What the operating system would refuse, found before anything runs: an empty program name,
+/// NUL bytes (C strings end there), environment names that are empty or hold `=`, values that
+/// are not text, and an empty list of successful exit codes.
+fn check_exec_inputs(inputs: &Value) -> Vec<InputProblem> {
+    let mut problems = Vec::new();
+    let nul = |at: String, what: &str| {
+        InputProblem::new(at, format!("{what} holds a NUL byte, which no program can receive"))
+            .with_hint("remove the \\u0000 from the value")
+    };
+    if let Some(argv) = inputs.get("argv").and_then(Value::as_array) {
+        if argv.first().and_then(known_text).is_some_and(|p| p.trim().is_empty()) {
+            problems.push(
+                InputProblem::new("/argv/0", "the program (argv[0]) is empty")
+                    .with_hint("name the program to run first, e.g. [\"az\", \"group\", \"list\"]"),
+            );
+        }
+        for (i, arg) in argv.iter().enumerate() {
+            if arg.as_str().is_some_and(|a| a.contains('\0')) {
+                problems.push(nul(format!("/argv/{i}"), &format!("argv[{i}]")));
+            }
+        }
+    }
+    if let Some(env) = inputs.get("env").and_then(Value::as_object) {
+        for (name, value) in env {
+            let at = format!("/env/{}", pointer_segment(name));
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                problems.push(
+                    InputProblem::new(&at, format!("`{}` is not an environment variable name", name.escape_debug()))
+                        .with_hint("names are non-empty and hold no `=`, e.g. AZURE_CLIENT_ID"),
+                );
+            }
+            match value {
+                Value::String(text) if text.contains('\0') => problems.push(nul(at, &format!("env `{name}`"))),
+                Value::String(_) => {}
+                other => problems.push(
+                    InputProblem::new(&at, format!("env `{name}` is {other}, not text"))
+                        .with_hint(format!("environment values are strings: write {name} = \"{}\"", other.to_string().trim_matches('"'))),
+                ),
+            }
+        }
+    }
+    if inputs.get("cwd").and_then(Value::as_str).is_some_and(|d| d.contains('\0')) {
+        problems.push(nul("/cwd".into(), "cwd"));
+    }
+    if inputs.get("ok_exit_codes").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+        problems.push(
+            InputProblem::new("/ok_exit_codes", "no exit code counts as success, so the step can never succeed")
+                .with_hint("leave it out for [0], or list the codes that mean success"),
+        );
+    }
+    problems
 }
 
 /// Kills the whole process group when dropped before the program finished (timeout, cancel,

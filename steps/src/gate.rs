@@ -5,8 +5,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::kind::{parse_inputs, schema_of};
-use crate::{ErrorClass, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
+use crate::kind::{known_text, parse_inputs, refuse_bad_inputs, schema_of};
+use crate::{
+    CheckContext, ErrorClass, InputProblem, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome,
+    json_pointer_problem,
+};
 
 /// A verification gate: assertions over observed state and journaled values, and/or a manual
 /// approval that a persona gives with `runbook approve RUN GATE`.
@@ -94,8 +97,13 @@ impl StepKind for Gate {
         true
     }
 
-    async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
-        let inputs: GateInputs = parse_inputs(inputs)?;
+    fn check_inputs(&self, inputs: &Value, _ctx: &CheckContext<'_>) -> Vec<InputProblem> {
+        check_gate_inputs(inputs)
+    }
+
+    async fn run(&self, ctx: &StepContext, raw: &Value) -> Result<StepOutcome, StepError> {
+        refuse_bad_inputs(check_gate_inputs(raw))?;
+        let inputs: GateInputs = parse_inputs(raw)?;
         let failures: Vec<String> = inputs
             .assert
             .iter()
@@ -130,6 +138,57 @@ impl StepKind for Gate {
         }
         Ok(StepOutcome { outputs, evidence: json!({ "assertions": inputs.assert.len(), "approval": ctx.approval }) })
     }
+}
+
+/// The keys of an assertion that compare something; an assertion without one checks nothing.
+const COMPARISONS: [&str; 8] =
+    ["equals", "not_equals", "matches", "one_of", "not_empty", "length", "contains", "equals_file"];
+
+/// A gate that checks nothing passes and proves nothing: every assertion needs a comparison,
+/// regexes must compile and file pointers must be JSON pointers; an approval needs a prompt.
+fn check_gate_inputs(inputs: &Value) -> Vec<InputProblem> {
+    let mut problems = Vec::new();
+    let assertions = inputs.get("assert").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    for (i, assertion) in assertions.iter().enumerate() {
+        let Some(fields) = assertion.as_object() else { continue };
+        let compares = COMPARISONS
+            .iter()
+            .any(|key| fields.get(*key).is_some_and(|v| !v.is_null() && *v != Value::Bool(false)));
+        if !compares {
+            problems.push(
+                InputProblem::new(format!("/assert/{i}"), "this assertion compares nothing, so it would always pass")
+                    .with_hint(format!("add one of: {}", COMPARISONS.join(", "))),
+            );
+        }
+        if let Some(pattern) = fields.get("matches").and_then(known_text)
+            && let Err(e) = regex::Regex::new(pattern)
+        {
+            problems.push(InputProblem::new(format!("/assert/{i}/matches"), format!("invalid regex: {e}")));
+        }
+        if fields.get("one_of").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+            problems.push(InputProblem::new(format!("/assert/{i}/one_of"), "`one_of` is empty: no value can pass"));
+        }
+        if let Some(pointer) = fields.get("equals_file").and_then(|f| f.get("pointer")).and_then(known_text)
+            && let Some(why) = json_pointer_problem(pointer)
+        {
+            problems.push(InputProblem::new(format!("/assert/{i}/equals_file/pointer"), why));
+        }
+    }
+    if let Some(prompt) = inputs.get("approval").and_then(|a| a.get("prompt")).and_then(known_text)
+        && prompt.trim().is_empty()
+    {
+        problems.push(
+            InputProblem::new("/approval/prompt", "the approval prompt is empty")
+                .with_hint("say what the approver confirms, e.g. \"the DNS delegation is in place\""),
+        );
+    }
+    if assertions.is_empty() && inputs.get("approval").is_none() {
+        problems.push(
+            InputProblem::new("", "this gate has no assertions and no approval, so it checks nothing")
+                .with_hint("add `assert = [{ value = \"${…}\", equals = … }]` or an `approval`"),
+        );
+    }
+    problems
 }
 
 fn describe(index: usize, assertion: &Assertion, why: &str) -> String {

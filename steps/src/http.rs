@@ -7,8 +7,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::capture::tail;
-use crate::kind::{parse_inputs, schema_of};
-use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
+use crate::kind::{known_text, parse_inputs, pointer_segment, refuse_bad_inputs, schema_of};
+use crate::{
+    CheckContext, InputProblem, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome,
+    json_pointer_problem,
+};
 
 /// An HTTP check: the status and JSON assertions over the body, e.g. that the OIDC discovery
 /// document is publicly readable and names the right issuer.
@@ -61,8 +64,13 @@ impl StepKind for Http {
         true
     }
 
-    async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
-        let inputs: HttpInputs = parse_inputs(inputs)?;
+    fn check_inputs(&self, inputs: &Value, _ctx: &CheckContext<'_>) -> Vec<InputProblem> {
+        check_http_inputs(inputs)
+    }
+
+    async fn run(&self, ctx: &StepContext, raw: &Value) -> Result<StepOutcome, StepError> {
+        refuse_bad_inputs(check_http_inputs(raw))?;
+        let inputs: HttpInputs = parse_inputs(raw)?;
         let mut builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(10));
         // An empty path means "no extra CA": runbooks pass a variable that is empty for real Azure.
         if let Some(ca_file) = inputs.ca_file.as_ref().filter(|f| !f.is_empty()) {
@@ -144,4 +152,71 @@ impl StepKind for Http {
         }
         Ok(StepOutcome { outputs, evidence })
     }
+}
+
+/// The methods a check may use; anything else is a typo, not an extension method.
+const METHODS: [&str; 7] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/// A URL that parses as http(s) with a host, a known method, valid header names and values,
+/// JSON pointers in `expect_json`, status codes that exist.
+fn check_http_inputs(inputs: &Value) -> Vec<InputProblem> {
+    let mut problems = Vec::new();
+    if let Some(url) = inputs.get("url").and_then(known_text) {
+        match reqwest::Url::parse(url) {
+            Err(e) => problems.push(
+                InputProblem::new("/url", format!("`{url}` is not a URL: {e}"))
+                    .with_hint("write an absolute URL, e.g. \"https://example.com/.well-known/openid-configuration\""),
+            ),
+            Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => problems.push(
+                InputProblem::new("/url", format!("`{url}` is not an http(s) URL"))
+                    .with_hint("the http kind speaks http:// and https:// only"),
+            ),
+            Ok(parsed) if parsed.host_str().is_none_or(str::is_empty) => {
+                problems.push(InputProblem::new("/url", format!("`{url}` names no host")))
+            }
+            Ok(_) => {}
+        }
+    }
+    if let Some(method) = inputs.get("method").and_then(known_text)
+        && !METHODS.contains(&method.to_ascii_uppercase().as_str())
+    {
+        problems.push(
+            InputProblem::new("/method", format!("`{method}` is not an HTTP method"))
+                .with_hint(format!("one of: {}", METHODS.join(", "))),
+        );
+    }
+    if let Some(headers) = inputs.get("headers").and_then(Value::as_object) {
+        for (name, value) in headers {
+            let at = format!("/headers/{}", pointer_segment(name));
+            if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                problems.push(InputProblem::new(&at, format!("`{}` is not a header name", name.escape_debug())));
+            }
+            if let Some(text) = known_text(value)
+                && reqwest::header::HeaderValue::from_str(text).is_err()
+            {
+                problems.push(
+                    InputProblem::new(&at, format!("header `{name}` has a value no request can carry"))
+                        .with_hint("header values are visible ASCII without line breaks"),
+                );
+            }
+        }
+    }
+    if let Some(expect) = inputs.get("expect_json").and_then(Value::as_object) {
+        for pointer in expect.keys() {
+            if let Some(why) = json_pointer_problem(pointer) {
+                problems.push(InputProblem::new(format!("/expect_json/{}", pointer_segment(pointer)), why));
+            }
+        }
+    }
+    if let Some(codes) = inputs.get("expect_status").and_then(Value::as_array) {
+        if codes.is_empty() {
+            problems.push(InputProblem::new("/expect_status", "no status is expected, so the check can never pass"));
+        }
+        for (i, code) in codes.iter().enumerate() {
+            if code.as_u64().is_some_and(|c| !(100..=599).contains(&c)) {
+                problems.push(InputProblem::new(format!("/expect_status/{i}"), format!("{code} is not an HTTP status")));
+            }
+        }
+    }
+    problems
 }

@@ -15,8 +15,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::kind::{parse_inputs, schema_of};
-use crate::{ErrorClass, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
+use crate::kind::{known_text, parse_inputs, refuse_bad_inputs, schema_of};
+use crate::{
+    CheckContext, ErrorClass, InputProblem, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome,
+    output_path_problem,
+};
 
 /// Generates the service-account token signing key pair exactly as `ccoctl create-key-pair` does
 /// (RSA, private key PKCS#1 PEM, public key PKIX PEM), but with the private key 0600 from the start.
@@ -65,15 +68,20 @@ impl StepKind for Keypair {
         true
     }
 
-    async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
-        let inputs: KeypairInputs = parse_inputs(inputs)?;
+    fn check_inputs(&self, inputs: &Value, _ctx: &CheckContext<'_>) -> Vec<InputProblem> {
+        check_key_paths(inputs)
+    }
+
+    async fn run(&self, ctx: &StepContext, raw: &Value) -> Result<StepOutcome, StepError> {
+        refuse_bad_inputs(check_key_paths(raw))?;
+        let inputs: KeypairInputs = parse_inputs(raw)?;
         if !ALLOWED_BITS.contains(&inputs.bits) {
             return Err(StepError::permanent(format!("`bits` must be 2048 or 4096, not {}", inputs.bits))
                 .with_code("InvalidInputs")
                 .with_hint("ccoctl generates 4096-bit keys; use 2048 only in tests"));
         }
-        let private_path = ctx.resolve_path(&inputs.private_key_path);
-        let public_path = ctx.resolve_path(&inputs.public_key_path);
+        let private_path = ctx.output_path(&inputs.private_key_path)?;
+        let public_path = ctx.output_path(&inputs.public_key_path)?;
 
         let (public_key, generated) = match (exists(&private_path)?, exists(&public_path)?) {
             (true, true) => (reuse_existing(&private_path, &public_path, inputs.bits)?, false),
@@ -103,6 +111,25 @@ impl StepKind for Keypair {
             }),
         })
     }
+}
+
+/// Both keys are written under the run's working directory, to two different files.
+fn check_key_paths(inputs: &Value) -> Vec<InputProblem> {
+    let mut problems = Vec::new();
+    let private = inputs.get("private_key_path").and_then(known_text);
+    let public = inputs.get("public_key_path").and_then(known_text);
+    for (field, path) in [("private_key_path", private), ("public_key_path", public)] {
+        if let Some(why) = path.and_then(output_path_problem) {
+            problems.push(InputProblem::new(format!("/{field}"), why));
+        }
+    }
+    if private.is_some() && private == public {
+        problems.push(
+            InputProblem::new("/public_key_path", "the public key would overwrite the private key")
+                .with_hint("give the two keys different files, e.g. signer.private and signer.public"),
+        );
+    }
+    problems
 }
 
 /// The key id Kubernetes puts in the tokens it signs (`keyIDFromPublicKey` in

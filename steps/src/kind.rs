@@ -4,7 +4,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use crate::{OutputSpec, StepContext, StepError};
+use crate::{OutputSpec, StepContext, StepError, TemplateSource};
 
 /// One output a step will produce, known before it runs so references can be checked at `plan`.
 #[derive(Clone, Debug, PartialEq)]
@@ -18,6 +18,44 @@ pub struct OutputDecl {
 pub struct StepOutcome {
     pub outputs: Map<String, Value>,
     pub evidence: Value,
+}
+
+/// A problem with a step's inputs found before anything runs: `pointer` is where it is inside the
+/// step's `inputs` table (RFC 6901, "" for the table itself), so the runner can name file, line
+/// and column.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputProblem {
+    pub pointer: String,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl InputProblem {
+    pub fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        InputProblem { pointer: pointer.into(), message: message.into(), hint: None }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+/// What `check_inputs` may consult besides the inputs.
+pub struct CheckContext<'a> {
+    /// The templates a `template` step can name.
+    pub templates: &'a dyn TemplateSource,
+}
+
+/// A string input whose value is decided when the run is planned or later (it holds a
+/// reference): plan-time checks leave it to the run.
+pub fn known_text(value: &Value) -> Option<&str> {
+    value.as_str().filter(|s| !s.contains("${"))
+}
+
+/// A key as one segment of a JSON pointer (RFC 6901: `~` is `~0`, `/` is `~1`).
+pub fn pointer_segment(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }
 
 #[async_trait]
@@ -48,6 +86,20 @@ pub trait StepKind: Send + Sync {
     }
 
     async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError>;
+
+    /// What can be said about the inputs as written in the runbook, before any value is resolved:
+    /// the schema checks shapes and types; this checks meaning (a URL that does not parse, an
+    /// empty program, a regex that does not compile). Strings holding references are checked
+    /// when the step runs instead (see [`known_text`]).
+    fn check_inputs(&self, _inputs: &Value, _ctx: &CheckContext<'_>) -> Vec<InputProblem> {
+        Vec::new()
+    }
+
+    /// Inputs (JSON pointers into `inputs`) whose values other users of the machine can see while
+    /// the step runs, such as a program's argv in `ps`: a secret there is warned about at plan.
+    fn exposed_inputs(&self) -> &'static [&'static str] {
+        &[]
+    }
 
     /// Checks that can be made before anything runs, on inputs known when the run is planned
     /// (e.g. that a storage account name is still free). Errors whose code is in
@@ -107,6 +159,22 @@ pub(crate) fn required<'a>(value: &'a Option<String>, name: &str, action: &str) 
         .map(str::trim)
         .filter(|v| !v.is_empty())
         .ok_or_else(|| StepError::invalid_inputs(format!("`{action}` needs `{name}`")))
+}
+
+/// The same checks as at plan, on the resolved inputs: values that came from references are
+/// known only now. The first problem becomes the step's error.
+pub(crate) fn refuse_bad_inputs(problems: Vec<InputProblem>) -> Result<(), StepError> {
+    match problems.into_iter().next() {
+        None => Ok(()),
+        Some(problem) => {
+            let at = if problem.pointer.is_empty() { String::new() } else { format!("inputs{}: ", problem.pointer) };
+            let error = StepError::invalid_inputs(format!("{at}{}", problem.message));
+            Err(match problem.hint {
+                Some(hint) => error.with_hint(hint),
+                None => error,
+            })
+        }
+    }
 }
 
 pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {

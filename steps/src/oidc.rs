@@ -12,9 +12,12 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::keypair::{key_id, read_public_key};
-use crate::kind::{parse_inputs, schema_of};
+use crate::kind::{known_text, parse_inputs, schema_of};
 use crate::template::write_file;
-use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
+use crate::{
+    CheckContext, InputProblem, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome,
+    output_path_problem,
+};
 
 /// Writes the OIDC discovery document and the JWKS for the service-account issuer, byte for byte
 /// as `ccoctl azure create-oidc-issuer` writes them, so a later `blob` step can publish them and
@@ -63,6 +66,28 @@ impl StepKind for Oidc {
 
     fn idempotent(&self, _inputs: &Value) -> bool {
         true
+    }
+
+    /// The issuer URL's rules, and where the documents go (written as the runbook gives them:
+    /// under the run's working directory).
+    fn check_inputs(&self, inputs: &Value, _ctx: &CheckContext<'_>) -> Vec<InputProblem> {
+        let mut problems = Vec::new();
+        let allow_http = inputs.get("allow_http").and_then(Value::as_bool).unwrap_or(false);
+        if let Some(url) = inputs.get("issuer_url").and_then(known_text)
+            && let Err(e) = check_issuer_url(url, allow_http)
+        {
+            let problem = InputProblem::new("/issuer_url", e.message);
+            problems.push(match e.hint {
+                Some(hint) => problem.with_hint(hint),
+                None => problem,
+            });
+        }
+        for field in ["discovery_path", "jwks_path"] {
+            if let Some(why) = inputs.get(field).and_then(known_text).and_then(output_path_problem) {
+                problems.push(InputProblem::new(format!("/{field}"), why));
+            }
+        }
+        problems
     }
 
     async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {

@@ -32,7 +32,54 @@ pub struct OutputSpec {
     pub secret: bool,
 }
 
+/// Why `pointer` is not an RFC 6901 JSON pointer, or None: it is empty (the whole document) or
+/// starts with `/`, and `~` is only ever followed by 0 or 1.
+pub fn json_pointer_problem(pointer: &str) -> Option<String> {
+    if !pointer.is_empty() && !pointer.starts_with('/') {
+        return Some(format!("`{pointer}` is not a JSON pointer: it must start with `/` (e.g. \"/properties/id\")"));
+    }
+    let mut chars = pointer.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+            return Some(format!("`{pointer}` is not a JSON pointer: `~` must be followed by 0 or 1 (`~0` is ~, `~1` is /)"));
+        }
+    }
+    None
+}
+
 impl OutputSpec {
+    /// What is wrong with this spec as written, by field: checked at plan, so a bad regex or
+    /// pointer never waits for the step to have run.
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut problems = Vec::new();
+        if let Some(pointer) = &self.json_pointer
+            && let Some(why) = json_pointer_problem(pointer)
+        {
+            problems.push(("json_pointer", why));
+        }
+        if self.json_pointer.is_some() && self.regex.is_some() {
+            problems.push(("regex", "give `json_pointer` or `regex`, not both".into()));
+        }
+        match (&self.regex, self.group) {
+            (Some(pattern), group) => match regex::Regex::new(pattern) {
+                Err(e) => problems.push(("regex", format!("invalid regex: {e}"))),
+                Ok(re) if group.is_some_and(|g| g >= re.captures_len()) => problems.push((
+                    "group",
+                    format!(
+                        "the regex has {} capture group{}; group {} does not exist",
+                        re.captures_len() - 1,
+                        if re.captures_len() == 2 { "" } else { "s" },
+                        group.unwrap_or_default()
+                    ),
+                )),
+                Ok(_) => {}
+            },
+            (None, Some(_)) => problems.push(("group", "`group` needs a `regex`".into())),
+            (None, None) => {}
+        }
+        problems
+    }
+
     pub fn extract(&self, name: &str, text: &str) -> Result<Value, StepError> {
         if let Some(pointer) = &self.json_pointer {
             let doc: Value = serde_json::from_str(text).map_err(|e| {
@@ -76,5 +123,17 @@ mod tests {
         assert_eq!(whole.extract("o", " hi\n").unwrap(), Value::String("hi".into()));
         let missing = OutputSpec { json_pointer: Some("/nope".into()), ..Default::default() };
         assert_eq!(missing.extract("o", text).unwrap_err().code.as_deref(), Some("OutputNotFound"));
+    }
+
+    #[test]
+    fn bad_specs_are_found_before_running() {
+        let fields = |spec: OutputSpec| spec.problems().into_iter().map(|(f, _)| f).collect::<Vec<_>>();
+        assert_eq!(fields(OutputSpec { json_pointer: Some("a/b".into()), ..Default::default() }), ["json_pointer"]);
+        assert_eq!(fields(OutputSpec { json_pointer: Some("/a~2".into()), ..Default::default() }), ["json_pointer"]);
+        assert_eq!(fields(OutputSpec { regex: Some("(".into()), ..Default::default() }), ["regex"]);
+        assert_eq!(fields(OutputSpec { regex: Some("(a)".into()), group: Some(2), ..Default::default() }), ["group"]);
+        assert_eq!(fields(OutputSpec { group: Some(1), ..Default::default() }), ["group"]);
+        assert!(fields(OutputSpec { regex: Some("(a)".into()), group: Some(1), ..Default::default() }).is_empty());
+        assert!(fields(OutputSpec { json_pointer: Some("".into()), ..Default::default() }).is_empty());
     }
 }

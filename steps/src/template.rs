@@ -7,8 +7,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::kind::{parse_inputs, schema_of};
-use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
+use crate::kind::{known_text, parse_inputs, refuse_bad_inputs, schema_of};
+use crate::{
+    CheckContext, InputProblem, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome,
+    output_path_problem, template_name_problem,
+};
 
 /// Renders a handlebars template to a file. Strict: a value the template names but the step does
 /// not provide is an error, never an empty string. Escaping follows the target format.
@@ -39,7 +42,7 @@ pub struct TemplateInputs {
     /// Values the template can use.
     #[serde(default)]
     pub values: serde_json::Map<String, Value>,
-    /// Write the file with mode 0600. Implied when any value is a secret.
+    /// Write the file with mode 0600. Implied when any value is a secret or derived from one.
     #[serde(default)]
     pub secret: bool,
 }
@@ -62,8 +65,13 @@ impl StepKind for Template {
         true
     }
 
-    async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
-        let inputs: TemplateInputs = parse_inputs(inputs)?;
+    fn check_inputs(&self, inputs: &Value, ctx: &CheckContext<'_>) -> Vec<InputProblem> {
+        check_template_inputs(inputs, ctx.templates)
+    }
+
+    async fn run(&self, ctx: &StepContext, raw: &Value) -> Result<StepOutcome, StepError> {
+        refuse_bad_inputs(check_template_inputs(raw, ctx.templates.as_ref()))?;
+        let inputs: TemplateInputs = parse_inputs(raw)?;
         let (source, source_name) = match (&inputs.template, &inputs.inline) {
             (Some(name), None) => ctx.templates.load(name).ok_or_else(|| {
                 StepError::permanent(format!("template `{name}` not found"))
@@ -80,7 +88,7 @@ impl StepKind for Template {
         let format = inputs.format.unwrap_or_else(|| format_from_extension(&inputs.path));
         let rendered = render(&source, &source_name, format, &Value::Object(inputs.values.clone()))?;
 
-        let path = ctx.resolve_path(&inputs.path);
+        let path = ctx.output_path(&inputs.path)?;
         let secret = inputs.secret || ctx.handles_secrets;
         write_file(&path, rendered.as_bytes(), secret).map_err(|e| {
             StepError::permanent(format!("cannot write `{}`: {e}", path.display())).with_code("WriteFailed")
@@ -94,6 +102,56 @@ impl StepKind for Template {
             evidence: json!({ "path": path.display().to_string(), "bytes": rendered.len(), "mode": if secret { "0600" } else { "0644" } }),
         })
     }
+}
+
+/// Exactly one of `template` (a name that exists) and `inline`, a template that compiles, and a
+/// path under the run's working directory.
+fn check_template_inputs(inputs: &Value, templates: &dyn crate::TemplateSource) -> Vec<InputProblem> {
+    let mut problems = Vec::new();
+    let compiles = |at: &str, source: &str, name: &str, problems: &mut Vec<InputProblem>| {
+        if let Err(e) = handlebars::Template::compile(source) {
+            problems.push(
+                InputProblem::new(at, format!("{name} is not a valid template: {e}"))
+                    .with_hint("templates use handlebars syntax: {{name}}, {{#each list}}…{{/each}}"),
+            );
+        }
+    };
+    match (inputs.get("template"), inputs.get("inline")) {
+        (Some(_), Some(_)) => problems.push(
+            InputProblem::new("/inline", "give `template` or `inline`, not both")
+                .with_hint("`template` names a file beside the runbook or a bundled one; `inline` is the text itself"),
+        ),
+        (None, None) => problems.push(
+            InputProblem::new("", "a template step needs `template` (a template's name) or `inline` (its text)")
+                .with_hint("e.g. inputs.template = \"workload-identities.json\""),
+        ),
+        (Some(name), None) => {
+            if let Some(name) = known_text(name) {
+                if let Some(why) = template_name_problem(name) {
+                    problems.push(InputProblem::new("/template", why));
+                } else {
+                    match templates.load(name) {
+                        None => problems.push(
+                            InputProblem::new("/template", format!("template `{name}` not found"))
+                                .with_hint("templates are looked up beside the runbook, in its templates/ directory, then among the bundled ones"),
+                        ),
+                        Some((source, shown)) => compiles("/template", &source, &format!("`{shown}`"), &mut problems),
+                    }
+                }
+            }
+        }
+        (None, Some(text)) => {
+            if let Some(text) = known_text(text) {
+                compiles("/inline", text, "the inline text", &mut problems);
+            }
+        }
+    }
+    if let Some(path) = inputs.get("path").and_then(known_text)
+        && let Some(why) = output_path_problem(path)
+    {
+        problems.push(InputProblem::new("/path", why).with_hint("write files under the run's working directory, e.g. \"out/summary.json\""));
+    }
+    problems
 }
 
 fn format_from_extension(path: &str) -> TargetFormat {

@@ -64,6 +64,7 @@ async fn run_once(
         plan: None,
         outputs: None,
         item: None,
+        tainted: None,
         run_id: &run_id,
         work_dir: &work_dir,
     };

@@ -50,9 +50,7 @@ impl Env {
 
     /// Finds and validates a runbook; every problem is reported at once.
     pub fn load_runbook(&self, name: &str) -> CliResult<Runbook> {
-        let (origin, text) = crate::bundled::locate(name).map_err(|e| {
-            CliError::user_hint(e, "`runbook list` shows the bundled runbooks; a path must end in .toml")
-        })?;
+        let (origin, text) = crate::bundled::locate(name).map_err(|problem| CliError::Problems(vec![problem]))?;
         load::load(origin, text, &self.registry).map_err(CliError::Problems)
     }
 

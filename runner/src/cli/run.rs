@@ -49,13 +49,19 @@ fn prepare(
         RequiredValues::new()
     } else {
         let journal = journal.ok_or_else(|| {
-            CliError::user_hint(
-                format!(
-                    "runbook `{}` requires values from earlier runbooks, and there is no journal yet",
-                    runbook.name()
-                ),
-                "run the earlier runbooks first with the same --journal, or import their hand-off",
-            )
+            let alias = runbook.file.requires.keys().next().cloned().unwrap_or_default();
+            CliError::Problems(vec![
+                runbook
+                    .doc
+                    .key_problem(
+                        &format!("/requires/{}", crate::model::source::escape_pointer(&alias)),
+                        format!(
+                            "runbook `{}` requires values from earlier runbooks, and there is no journal yet",
+                            runbook.name()
+                        ),
+                    )
+                    .with_hint("run the earlier runbooks first with the same --journal, or import their hand-off"),
+            ])
         })?;
         match plan::load_required(journal, &runbook)? {
             Ok(values) => values,
@@ -74,11 +80,11 @@ fn prepare(
         plan: None,
         outputs: None,
         item: None,
+        tainted: None,
         run_id,
         work_dir,
     };
-    let plan =
-        plan::expand(&runbook, &scope).map_err(|e| CliError::user(format!("cannot plan `{}`: {e}", runbook.name())))?;
+    let plan = plan::expand(&runbook, &scope).map_err(|problem| CliError::Problems(vec![problem]))?;
     Ok(Prepared {
         runbook: Arc::new(runbook),
         vars: Arc::new(values),
@@ -101,6 +107,7 @@ async fn preflight(env: &Env, prepared: &Prepared, work_dir: &std::path::Path) -
             plan: None,
             outputs: None,
             item: instance.item.as_ref(),
+            tainted: None,
             run_id: "(planned)",
             work_dir,
         };
@@ -160,6 +167,10 @@ fn rerun_set(rerun: &RerunArgs) -> HashSet<String> {
 
 pub async fn plan(env: &Env, name: &str, var_args: &VarArgs, fresh: bool, rerun: &RerunArgs) -> CliResult {
     let runbook = env.load_runbook(name)?;
+    let warnings = runbook.warnings.clone();
+    if !env.json {
+        warnings.iter().for_each(|w| eprint!("{}", w.render_warning()));
+    }
     let inputs = VarInputs { file: var_args.vars_file.clone(), overrides: parse_overrides(&var_args.vars)? };
     let journal = env.existing_journal()?;
     if let Some(journal) = &journal {
@@ -182,7 +193,7 @@ pub async fn plan(env: &Env, name: &str, var_args: &VarArgs, fresh: bool, rerun:
         writeln!(text, "warning: {message}\n  hint: {}", hint.unwrap_or_default()).ok();
     }
     let json_rows: Vec<Value> = rows.iter().map(|r| json!({ "action": r.0, "step": r.1, "reason": r.2 })).collect();
-    env.print(&text, json!({ "runbook": prepared.runbook.name(), "steps": json_rows }));
+    env.print(&text, json!({ "runbook": prepared.runbook.name(), "steps": json_rows, "warnings": warnings }));
     Ok(Exit::Ok)
 }
 
@@ -229,6 +240,7 @@ fn predict(
                 plan: Some(plan),
                 outputs: Some(&outputs),
                 item: instance.item.as_ref(),
+                tainted: None,
                 run_id: "(planned)",
                 work_dir,
             };

@@ -38,7 +38,8 @@ pub struct Shared {
 }
 
 pub enum JobResult {
-    Succeeded { outputs: Map<String, Value>, secret_texts: Vec<String> },
+    /// `secret_outputs` names the outputs that are secret (declared so, or derived from a secret).
+    Succeeded { outputs: Map<String, Value>, secret_outputs: Vec<String> },
     Failed { status: StepStatus, error: StepError },
 }
 
@@ -95,7 +96,15 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
 
         match result {
             Ok(outcome) => {
-                let (journaled, secret_texts) = seal_outputs(&job, &shared.journal, &outcome.outputs);
+                let secret_outputs =
+                    secret_output_names(&job.def, job.context.handles_secrets, &outcome.outputs, &job.redactor);
+                let journaled = seal_outputs(&shared.journal, &outcome.outputs, &secret_outputs);
+                // Evidence is scrubbed of this step's own secret outputs too: an output taken
+                // from stdout is also in the stdout kept as evidence.
+                let mut redactor = job.redactor.clone();
+                for name in &secret_outputs {
+                    redactor.add_value(&outcome.outputs[name]);
+                }
                 shared
                     .writer
                     .append(with_start(
@@ -110,7 +119,7 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                                 "digest": job.digest,
                                 "input_digests": job.input_digests,
                                 "outputs": journaled,
-                                "evidence": job.redactor.value(&outcome.evidence),
+                                "evidence": redactor.value(&outcome.evidence),
                                 "duration_ms": millis(elapsed),
                             }),
                         ),
@@ -124,7 +133,7 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                     error: None,
                     hint: None,
                 });
-                return Ok(JobResult::Succeeded { outputs: outcome.outputs, secret_texts });
+                return Ok(JobResult::Succeeded { outputs: outcome.outputs, secret_outputs });
             }
             Err(mut error) => {
                 error.message = job.redactor.text(&error.message);
@@ -237,28 +246,39 @@ fn take_budget(budget: &AtomicU32) -> bool {
     budget.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| left.checked_sub(1)).is_ok()
 }
 
-/// Outputs as journaled: declared-secret outputs, and any output that carries a secret value,
-/// are sealed; the rest are kept as they are.
-fn seal_outputs(job: &Job, journal: &Journal, outputs: &Map<String, Value>) -> (Map<String, Value>, Vec<String>) {
-    let mut journaled = Map::new();
-    let mut secret_texts = Vec::new();
-    for (name, value) in outputs {
-        let declared_secret = job.def.output(name).is_some_and(|o| o.secret);
-        let carries_secret = job.redactor.value(value) != *value;
-        if declared_secret || carries_secret {
-            let bytes = serde_json::to_vec(value).expect("values serialize");
-            journaled.insert(name.clone(), json!({ "$sealed": journal.seal(&bytes) }));
-            if declared_secret {
-                secret_texts.push(match value {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                });
-            }
-        } else {
-            journaled.insert(name.clone(), value.clone());
-        }
-    }
-    (journaled, secret_texts)
+/// The outputs of a step that are secret: declared so; extracted (by the runbook's output specs)
+/// from what a step that received a secret captured, since they are derived from it; or holding a
+/// known secret value.
+pub fn secret_output_names(
+    def: &StepDef,
+    handles_secrets: bool,
+    outputs: &Map<String, Value>,
+    redactor: &Redactor,
+) -> Vec<String> {
+    outputs
+        .iter()
+        .filter(|(name, value)| {
+            def.output(name).is_some_and(|o| o.secret)
+                || (handles_secrets && def.spec.outputs.contains_key(name.as_str()))
+                || redactor.value(value) != **value
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+/// Outputs as journaled: the secret ones sealed, the rest as they are.
+pub fn seal_outputs(journal: &Journal, outputs: &Map<String, Value>, secret: &[String]) -> Map<String, Value> {
+    outputs
+        .iter()
+        .map(|(name, value)| {
+            let journaled = if secret.contains(name) {
+                json!({ "$sealed": journal.seal(&serde_json::to_vec(value).expect("values serialize")) })
+            } else {
+                value.clone()
+            };
+            (name.clone(), journaled)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 pub use attempt::status_name;
-use attempt::{Job, JobResult, Shared, run_job};
+use attempt::{Job, JobResult, Shared, run_job, seal_outputs, secret_output_names};
 use events::{Counts, EngineEvent, RunStatus, StepStatus, millis};
 use redact::Redactor;
 
@@ -162,6 +162,8 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     let mut outputs: HashMap<usize, Map<String, Value>> = HashMap::new();
     let mut counts = Counts::default();
     let mut redactor = Redactor::new(ctx.vars.secret_texts());
+    // Outputs derived from a secret, by (instance, output): secret wherever they are used.
+    let mut tainted: HashSet<(usize, String)> = HashSet::new();
     let mut ready: BinaryHeap<(usize, std::cmp::Reverse<usize>)> =
         (0..n).filter(|&i| waiting_deps[i] == 0).map(|i| (height[i], std::cmp::Reverse(i))).collect();
     let mut busy_keys: HashSet<String> = HashSet::new();
@@ -230,12 +232,16 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                 plan: Some(&plan),
                 outputs: Some(&outputs),
                 item: instance.item.as_ref(),
+                tainted: Some(&tainted),
                 run_id: &ctx.run_id,
                 work_dir: &ctx.work_dir,
             };
             let resolved = match scope.resolve(&Value::Object(def.spec.inputs.clone())) {
                 Ok(mut r) => {
                     crate::model::schema::coerce_scalars(&mut r.value, &def.inputs_schema, &def.inputs_schema);
+                    // A known secret value that arrived some other way (a required value, say)
+                    // makes the step as secret as a reference would.
+                    r.secret |= redactor.value(&r.value) != r.value;
                     r
                 }
                 Err(why) => {
@@ -264,12 +270,12 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
             let reason = run_reason(&ctx, &instance.id, def.id(), &digest, &input_digests);
             let Some(reason) = reason else {
                 let done = &ctx.prior.done[&instance.id];
-                outputs.insert(i, done.outputs.clone());
-                for decl in def.outputs.iter().filter(|o| o.secret) {
-                    if let Some(Value::String(s)) = done.outputs.get(&decl.name) {
-                        redactor.add(s.clone());
-                    }
+                let secret_outputs = secret_output_names(def, resolved.secret, &done.outputs, &redactor);
+                for name in &secret_outputs {
+                    redactor.add_value(&done.outputs[name]);
+                    tainted.insert((i, name.clone()));
                 }
+                outputs.insert(i, done.outputs.clone());
                 counts.reused += 1;
                 // Journaled even when done earlier in this same run, so the journal says why
                 // every step of every invocation ran or did not.
@@ -289,7 +295,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                         "from_run": done.run_id,
                         "digest": digest,
                         "input_digests": input_digests,
-                        "outputs": reseal(&ctx.journal, def, &done.outputs, &redactor),
+                        "outputs": seal_outputs(&ctx.journal, &done.outputs, &secret_outputs),
                     }),
                 });
                 let _ = ctx.events.send(EngineEvent::StepSkipped { step: instance.id.clone(), reason });
@@ -311,7 +317,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                 });
                 let _ = ctx.events.send(EngineEvent::GateWaiting {
                     step: instance.id.clone(),
-                    prompt,
+                    prompt: redactor.text(&prompt),
                     approve_with: format!("runbook approve {} {}", ctx.run_id, instance.id),
                 });
                 continue;
@@ -410,9 +416,10 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
             }
         }
         match result? {
-            JobResult::Succeeded { outputs: produced, secret_texts } => {
-                for secret in secret_texts {
-                    redactor.add(secret);
+            JobResult::Succeeded { outputs: produced, secret_outputs } => {
+                for name in secret_outputs {
+                    redactor.add_value(&produced[&name]);
+                    tainted.insert((i, name));
                 }
                 outputs.insert(i, produced);
                 counts.succeeded += 1;
@@ -494,27 +501,6 @@ fn render_key(key: &crate::model::refs::Interpolation) -> String {
         .map(|s| match s {
             crate::model::refs::Segment::Literal(l) => l.replace("${", "$${"),
             crate::model::refs::Segment::Ref(r) => format!("${{{r}}}"),
-        })
-        .collect()
-}
-
-/// Outputs reused from another run are journaled again in this run, sealed the same way.
-fn reseal(
-    journal: &Journal,
-    def: &crate::model::StepDef,
-    outputs: &Map<String, Value>,
-    redactor: &Redactor,
-) -> Map<String, Value> {
-    outputs
-        .iter()
-        .map(|(name, value)| {
-            let secret = def.output(name).is_some_and(|o| o.secret) || redactor.value(value) != *value;
-            let journaled = if secret {
-                json!({ "$sealed": journal.seal(&serde_json::to_vec(value).expect("serializes")) })
-            } else {
-                value.clone()
-            };
-            (name.clone(), journaled)
         })
         .collect()
 }

@@ -10,6 +10,18 @@ pub struct Redactor {
 
 pub const REDACTED: &str = "<redacted>";
 
+/// The texts to scrub for a secret value: a string itself; each item of a list and each field
+/// of a table (recursively), since one item can appear on its own; a number as written.
+pub fn secret_texts(value: &Value) -> Vec<String> {
+    match value {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items.iter().flat_map(secret_texts).collect(),
+        Value::Object(map) => map.values().flat_map(secret_texts).collect(),
+        Value::Number(n) => vec![n.to_string()],
+        Value::Bool(_) | Value::Null => Vec::new(),
+    }
+}
+
 impl Redactor {
     pub fn new(secrets: impl IntoIterator<Item = String>) -> Self {
         let mut secrets: Vec<String> = secrets.into_iter().filter(|s| !s.is_empty()).collect();
@@ -17,6 +29,13 @@ impl Redactor {
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         secrets.dedup();
         Redactor { secrets }
+    }
+
+    /// Adds every text of a secret value (see [`secret_texts`]).
+    pub fn add_value(&mut self, value: &Value) {
+        for text in secret_texts(value) {
+            self.add(text);
+        }
     }
 
     pub fn add(&mut self, secret: String) {

@@ -63,8 +63,17 @@ impl Problem {
 
     /// `path:line:col: message`, then the offending line with a caret, then `hint:`.
     pub fn render(&self) -> String {
+        self.render_as(Diagnostic::error(), "error")
+    }
+
+    /// The same for something allowed but unwise: `warning: path:line:col: …`.
+    pub fn render_warning(&self) -> String {
+        self.render_as(Diagnostic::warning(), "warning")
+    }
+
+    fn render_as(&self, diagnostic: Diagnostic<()>, severity: &str) -> String {
         let Some(source) = &self.source else {
-            let mut out = format!("error: {}: {}\n", self.file, self.message);
+            let mut out = format!("{severity}: {}: {}\n", self.file, self.message);
             if let Some(hint) = &self.hint {
                 out.push_str(&format!("  = hint: {hint}\n"));
             }
@@ -76,14 +85,23 @@ impl Problem {
         } else {
             self.span.clone()
         };
-        let mut diagnostic = Diagnostic::error()
+        let mut diagnostic = diagnostic
             .with_message(format!("{}:{}:{}: {}", self.file, self.line, self.column, self.message))
             .with_labels(vec![Label::primary((), span)]);
         if let Some(hint) = &self.hint {
             diagnostic = diagnostic.with_notes(vec![format!("hint: {hint}")]);
         }
         term::emit_into_string(&term::Config::default(), &files, &diagnostic)
-            .unwrap_or_else(|_| format!("error: {}:{}:{}: {}\n", self.file, self.line, self.column, self.message))
+            .unwrap_or_else(|_| format!("{severity}: {}:{}:{}: {}\n", self.file, self.line, self.column, self.message))
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.source {
+            Some(_) => write!(f, "{}:{}:{}: {}", self.file, self.line, self.column, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
     }
 }
 

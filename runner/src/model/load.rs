@@ -103,6 +103,8 @@ pub struct Runbook {
     /// SHA-256 of the runbook text: journaled with every run so an audit knows what ran.
     pub digest: String,
     pub steps: Vec<StepDef>,
+    /// What is allowed but unwise (a secret in a program's argv): shown by `plan` and `run`.
+    pub warnings: Vec<Problem>,
 }
 
 impl Runbook {
@@ -147,7 +149,8 @@ pub fn load(origin: Origin, text: String, registry: &Registry) -> Result<Runbook
         Err(_) if !problems.is_empty() => return Err(problems),
         Err(e) => return Err(vec![doc.problem("", format!("cannot read runbook: {e}"))]),
     };
-    let steps = match validate::validate(&doc, &file, registry) {
+    let templates = crate::bundled::Templates { dir: origin.dir() };
+    let steps = match validate::validate(&doc, &file, registry, &templates) {
         Ok(steps) if problems.is_empty() => steps,
         Ok(_) => return Err(problems),
         Err(more) => {
@@ -156,12 +159,12 @@ pub fn load(origin: Origin, text: String, registry: &Registry) -> Result<Runbook
             return Err(problems);
         }
     };
-    Ok(Runbook { file, doc, origin, digest, steps })
+    let warnings = crate::model::secrets::exposure_warnings(&doc, &file, &steps);
+    Ok(Runbook { file, doc, origin, digest, steps, warnings })
 }
 
 pub fn load_path(path: &std::path::Path, registry: &Registry) -> Result<Runbook, Vec<Problem>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| vec![Problem::without_file(path.display().to_string(), format!("cannot read runbook: {e}"))])?;
+    let text = crate::model::read::read_text(path, "runbook").map_err(|problem| vec![problem])?;
     load(Origin::File(path.to_path_buf()), text, registry)
 }
 

@@ -2,8 +2,10 @@
 
 pub mod diagnostics;
 pub mod load;
+pub mod read;
 pub mod refs;
 pub mod schema;
+pub mod secrets;
 pub mod source;
 pub mod types;
 pub mod validate;

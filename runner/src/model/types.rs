@@ -34,6 +34,7 @@ pub struct Meta {
     /// Who runs it, e.g. "azure-admin" or "hypershift-admin".
     pub persona: Option<String>,
     /// At most this many steps run at once (default 16).
+    #[schemars(range(min = 1))]
     pub parallelism: Option<usize>,
     /// Retries allowed across the whole run, so a persistent fault fails instead of looping (default 200).
     pub retry_budget: Option<u32>,

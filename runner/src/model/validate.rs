@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use runbook_steps::Registry;
+use runbook_steps::{CheckContext, Registry, TemplateSource};
 use serde_json::{Value, json};
 
 use crate::model::diagnostics::{Problem, did_you_mean};
@@ -14,7 +14,12 @@ use crate::model::source::Document;
 use crate::model::types::{RunbookFile, VarType};
 use crate::model::vars;
 
-pub fn validate(doc: &Document, file: &RunbookFile, registry: &Registry) -> Result<Vec<StepDef>, Vec<Problem>> {
+pub fn validate(
+    doc: &Document,
+    file: &RunbookFile,
+    registry: &Registry,
+    templates: &dyn TemplateSource,
+) -> Result<Vec<StepDef>, Vec<Problem>> {
     let mut problems = Vec::new();
     for (name, spec) in &file.vars {
         let pointer = format!("/vars/{name}");
@@ -75,6 +80,22 @@ pub fn validate(doc: &Document, file: &RunbookFile, registry: &Registry) -> Resu
             deps: BTreeSet::new(),
             idempotent,
         });
+    }
+
+    let check_context = CheckContext { templates };
+    for def in &defs {
+        let pointer = def.pointer();
+        for problem in def.kind.check_inputs(&Value::Object(def.spec.inputs.clone()), &check_context) {
+            problems.push(
+                doc.problem(&format!("{pointer}/inputs{}", problem.pointer), problem.message).maybe_hint(problem.hint),
+            );
+        }
+        for (name, spec) in &def.spec.outputs {
+            for (field, message) in spec.problems() {
+                let at = format!("{pointer}/outputs/{}/{field}", crate::model::source::escape_pointer(name));
+                problems.push(doc.problem(&at, format!("output `{name}`: {message}")));
+            }
+        }
     }
 
     let by_id: HashMap<String, usize> = defs.iter().enumerate().map(|(i, d)| (d.spec.id.clone(), i)).collect();
@@ -208,7 +229,12 @@ fn check_step(doc: &Document, def: &StepDef, checker: &RefChecker<'_>, problems:
     let mut parts = StepParts { retry: def.retry.clone(), ..StepParts::default() };
 
     for (i, after) in def.spec.after.iter().enumerate() {
-        if checker.by_id.contains_key(after) && after != def.id() {
+        if after == def.id() {
+            problems.push(
+                doc.problem(&format!("{pointer}/after/{i}"), format!("step `{after}` cannot run after itself"))
+                    .with_hint("`after` names the other steps this one waits for; remove its own id"),
+            );
+        } else if checker.by_id.contains_key(after) {
             parts.deps.insert(after.clone());
         } else {
             let hint = did_you_mean(after, checker.defs.iter().map(|d| d.id()));
@@ -270,6 +296,24 @@ fn check_step(doc: &Document, def: &StepDef, checker: &RefChecker<'_>, problems:
                         check_interpolation(&format!("{at}/{i}"), s, problems, &mut parts.deps);
                     }
                 }
+                let mut seen: HashMap<String, usize> = HashMap::new();
+                for (i, item) in items.iter().enumerate() {
+                    let literal = !matches!(item, Value::String(s) if s.contains("${"));
+                    if !literal {
+                        continue;
+                    }
+                    let key = crate::plan::item_key(item, i, false);
+                    if let Some(first) = seen.insert(key.clone(), i) {
+                        problems.push(
+                            doc.problem(&format!("{at}/{i}"), format!("duplicate for_each item `{key}`"))
+                                .with_hint(format!(
+                                    "item {} has the same key; each item names one instance (`{}[{key}]`)",
+                                    first + 1,
+                                    def.id()
+                                )),
+                        );
+                    }
+                }
                 Some(ForEach::List(items.clone()))
             }
             Value::String(text) => match check_interpolation(&at, text, problems, &mut parts.deps) {
@@ -327,6 +371,10 @@ fn check_step(doc: &Document, def: &StepDef, checker: &RefChecker<'_>, problems:
 
     if let Some(timeout) = &def.spec.timeout {
         match humantime::parse_duration(timeout) {
+            Ok(d) if d.is_zero() => problems.push(
+                doc.problem(&format!("{pointer}/timeout"), "a timeout of zero would fail every attempt at once")
+                    .with_hint("give a time the step can finish in, e.g. \"30s\", or leave `timeout` out"),
+            ),
             Ok(d) => parts.timeout = Some(d),
             Err(e) => problems.push(
                 doc.problem(&format!("{pointer}/timeout"), format!("invalid duration `{timeout}`: {e}"))
@@ -354,7 +402,8 @@ fn check_step(doc: &Document, def: &StepDef, checker: &RefChecker<'_>, problems:
     parts
 }
 
-fn collect_strings(value: &Value, pointer: &str, out: &mut Vec<(String, String)>) {
+/// Every string inside `value` with its JSON pointer (under `pointer`).
+pub(crate) fn collect_strings(value: &Value, pointer: &str, out: &mut Vec<(String, String)>) {
     match value {
         Value::String(s) => out.push((pointer.to_string(), s.clone())),
         Value::Array(items) => {

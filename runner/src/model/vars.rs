@@ -46,16 +46,20 @@ impl VarValues {
         Value::Object(map)
     }
 
-    /// Every secret value as text, for scrubbing.
+    /// Every secret value as text, for scrubbing: each item of a secret list, each field of a
+    /// secret table, so that one item is scrubbed wherever it appears on its own.
     pub fn secret_texts(&self) -> Vec<String> {
         self.secret
             .iter()
             .filter_map(|name| self.values.get(name))
-            .map(|v| match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            })
+            .flat_map(crate::engine::redact::secret_texts)
             .collect()
+    }
+
+    /// Whether `value` is, or holds, a secret value (an item of a secret list, for instance).
+    pub fn holds_secret(&self, value: &Value) -> bool {
+        let secrets = self.secret_texts();
+        !secrets.is_empty() && crate::engine::redact::secret_texts(value).iter().any(|t| secrets.contains(t))
     }
 }
 
@@ -122,9 +126,17 @@ pub fn resolve(runbook: &Runbook, inputs: &VarInputs) -> Result<VarValues, Vec<P
             ),
             Some(value) => {
                 if let Err(why) = check_value(name, spec, value, true) {
-                    // Values from the vars file were checked where they stand; this covers the rest.
-                    if out.source.get(name).is_some_and(|s| s != "vars file") {
-                        problems.push(Problem::without_file(out.source[name].clone(), why));
+                    // Values from the vars file were checked where they stand; a default is
+                    // pointed at in the runbook; the rest come from the command line or environment.
+                    match out.source.get(name).map(String::as_str) {
+                        Some("vars file") => {}
+                        Some("default") => problems.push(
+                            runbook
+                                .doc
+                                .problem(&format!("/vars/{name}/default"), why)
+                                .with_hint(format!("create the file, or give another with --var {name}=PATH")),
+                        ),
+                        _ => problems.push(Problem::without_file(out.source[name].clone(), why)),
                     }
                 }
             }
@@ -134,10 +146,10 @@ pub fn resolve(runbook: &Runbook, inputs: &VarInputs) -> Result<VarValues, Vec<P
 }
 
 fn read_vars_file(path: &Path, specs: &BTreeMap<String, VarSpec>, out: &mut VarValues, problems: &mut Vec<Problem>) {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::model::read::read_text(path, "vars file") {
         Ok(t) => t,
-        Err(e) => {
-            problems.push(Problem::without_file(path.display().to_string(), format!("cannot read vars file: {e}")));
+        Err(problem) => {
+            problems.push(problem);
             return;
         }
     };
@@ -196,9 +208,9 @@ fn indirect(raw: &Value, base: &Path) -> Result<Option<Value>, String> {
     match (table.get("from_file"), table.get("from_env"), table.len()) {
         (Some(Value::String(file)), None, 1) => {
             let path = base.join(file);
-            std::fs::read_to_string(&path)
+            crate::model::read::read_text(&path, "value file")
                 .map(|t| Some(Value::String(t.trim_end_matches(['\n', '\r']).to_string())))
-                .map_err(|e| format!("cannot read `{}`: {e}", path.display()))
+                .map_err(|problem| problem.message)
         }
         (None, Some(Value::String(env)), 1) => std::env::var(env)
             .map(|v| Some(Value::String(v)))

@@ -2,7 +2,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::model::Runbook;
+use crate::model::{Problem, Runbook};
 use crate::model::load::ForEach;
 use crate::model::refs::Condition;
 use crate::plan::scope::Scope;
@@ -40,8 +40,12 @@ impl Plan {
     }
 }
 
-/// The key naming an item: a string item names itself; a table by its `name` or `id`.
-fn item_key(item: &Value, index: usize) -> String {
+/// The key naming an item: a string item names itself; a table by its `name` or `id`. Items of
+/// a secret list are named by their position, so no secret becomes part of an instance's name.
+pub fn item_key(item: &Value, index: usize, secret: bool) -> String {
+    if secret {
+        return index.to_string();
+    }
     match item {
         Value::String(s) => s.clone(),
         Value::Number(n) => n.to_string(),
@@ -55,32 +59,43 @@ fn item_key(item: &Value, index: usize) -> String {
     }
 }
 
-pub fn expand(runbook: &Runbook, scope: &Scope<'_>) -> Result<Plan, String> {
+/// Errors point at the step's `for_each` or `when` in the runbook.
+pub fn expand(runbook: &Runbook, scope: &Scope<'_>) -> Result<Plan, Problem> {
     let mut plan = Plan { of_step: vec![Vec::new(); runbook.steps.len()], ..Default::default() };
     for (step_index, def) in runbook.steps.iter().enumerate() {
-        let items: Option<Vec<Value>> = match &def.for_each {
+        let for_each_at = format!("{}/for_each", def.pointer());
+        let problem = |at: &str, message: String| runbook.doc.problem(at, format!("step `{}`: {message}", def.id()));
+        let items: Option<(Vec<Value>, bool)> = match &def.for_each {
             None => None,
-            Some(ForEach::List(items)) => Some(
-                items
-                    .iter()
-                    .map(|i| scope.resolve_plain(i))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| format!("step `{}`: for_each: {e}", def.id()))?,
-            ),
+            Some(ForEach::List(items)) => {
+                let mut secret = false;
+                let mut values = Vec::with_capacity(items.len());
+                for item in items {
+                    let resolved = scope.resolve(item).map_err(|e| problem(&for_each_at, format!("for_each: {e}")))?;
+                    secret |= resolved.secret;
+                    values.push(resolved.value);
+                }
+                Some((values, secret))
+            }
             Some(ForEach::Reference(r)) => {
-                match scope.resolve_reference(r).map_err(|e| format!("step `{}`: for_each: {e}", def.id()))?.value {
-                    Value::Array(items) => Some(items),
-                    other => return Err(format!("step `{}`: for_each needs a list, got {other}", def.id())),
+                let resolved =
+                    scope.resolve_reference(r).map_err(|e| problem(&for_each_at, format!("for_each: {e}")))?;
+                match resolved.value {
+                    Value::Array(items) => Some((items, resolved.secret)),
+                    other => {
+                        let shown = if resolved.secret { "a secret value".to_string() } else { other.to_string() };
+                        return Err(problem(&for_each_at, format!("for_each needs a list, got {shown}")));
+                    }
                 }
             }
         };
         let instances: Vec<(String, Option<(String, Value)>)> = match items {
             None => vec![(def.id().to_string(), None)],
-            Some(items) => items
+            Some((items, secret)) => items
                 .into_iter()
                 .enumerate()
                 .map(|(i, item)| {
-                    let key = item_key(&item, i);
+                    let key = item_key(&item, i, secret);
                     (format!("{}[{key}]", def.id()), Some((key, item)))
                 })
                 .collect(),
@@ -90,14 +105,16 @@ pub fn expand(runbook: &Runbook, scope: &Scope<'_>) -> Result<Plan, String> {
                 None => false,
                 Some(condition) => {
                     let item_scope = scope.with_item(item.as_ref());
-                    !evaluate(condition, &item_scope).map_err(|e| format!("step `{}`: when: {e}", def.id()))?
+                    !evaluate(condition, &item_scope)
+                        .map_err(|e| problem(&format!("{}/when", def.pointer()), format!("when: {e}")))?
                 }
             };
             if plan.by_id.insert(id.clone(), plan.instances.len()).is_some() {
-                return Err(format!(
-                    "step `{}`: two for_each items have the key `{id}`; item keys must be unique",
-                    def.id()
-                ));
+                return Err(problem(
+                    &for_each_at,
+                    format!("two for_each items have the key `{id}`; item keys must be unique"),
+                )
+                .with_hint("an item is named by itself, or a table by its `name` or `id` field; remove the duplicate"));
             }
             plan.of_step[step_index].push(plan.instances.len());
             plan.instances.push(Instance { id, step: step_index, item, deps: Vec::new(), skipped_by_when });

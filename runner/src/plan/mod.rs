@@ -5,6 +5,6 @@ mod expand;
 mod prior;
 mod scope;
 
-pub use expand::{Instance, Plan, expand};
+pub use expand::{Instance, Plan, expand, item_key};
 pub use prior::{Done, Prior, RequiredValues, load_prior, load_required};
 pub use scope::{Resolved, Scope};

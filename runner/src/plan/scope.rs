@@ -1,4 +1,4 @@
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use serde_json::{Map, Value};
@@ -25,6 +25,8 @@ pub struct Scope<'a> {
     /// Outputs of finished instances, by instance index.
     pub outputs: Option<&'a HashMap<usize, Map<String, Value>>>,
     pub item: Option<&'a (String, Value)>,
+    /// Outputs (instance index, output name) derived from a secret: secret wherever they go.
+    pub tainted: Option<&'a HashSet<(usize, String)>>,
     pub run_id: &'a str,
     pub work_dir: &'a Path,
 }
@@ -105,12 +107,13 @@ impl<'a> Scope<'a> {
             Reference::Run(_) => plain(Value::String(self.work_dir.display().to_string())),
             Reference::Item(field) => {
                 let (_, item) = self.item.ok_or("`item` outside a for_each")?;
-                match field {
-                    None => plain(item.clone()),
-                    Some(f) => {
-                        item.get(f).cloned().map(plain).unwrap_or_else(|| Err(format!("item has no field `{f}`")))
-                    }
-                }
+                let value = match field {
+                    None => item.clone(),
+                    Some(f) => item.get(f).cloned().ok_or_else(|| format!("item has no field `{f}`"))?,
+                };
+                // An item of a secret list is as secret as the list.
+                let secret = self.vars.holds_secret(item);
+                Ok(Resolved { value, secret })
             }
             Reference::Required { alias, output } => self
                 .required
@@ -127,8 +130,9 @@ impl<'a> Scope<'a> {
             return Err(format!("the output of step `{step}` is only known once it has run"));
         };
         let def = self.runbook.step(step).ok_or_else(|| format!("unknown step `{step}`"))?;
-        let secret = def.output(output).is_some_and(|o| o.secret);
+        let declared_secret = def.output(output).is_some_and(|o| o.secret);
         let step_index = def.index;
+        let tainted = |instance: usize| self.tainted.is_some_and(|t| t.contains(&(instance, output.to_string())));
         let lookup = |instance: usize| -> Result<Value, String> {
             let id = &plan.instances[instance].id;
             if plan.instances[instance].skipped_by_when {
@@ -142,19 +146,21 @@ impl<'a> Scope<'a> {
                 .ok_or_else(|| format!("step `{id}` produced no output `{output}`"))
         };
         let instances = &plan.of_step[step_index];
-        let value = match selector {
-            None if def.for_each.is_none() => lookup(instances[0])?,
-            None => Value::Array(instances.iter().map(|&i| lookup(i)).collect::<Result<_, _>>()?),
+        let (value, read): (Value, Vec<usize>) = match selector {
+            None if def.for_each.is_none() => (lookup(instances[0])?, vec![instances[0]]),
+            None => (Value::Array(instances.iter().map(|&i| lookup(i)).collect::<Result<_, _>>()?), instances.clone()),
             Some(Selector::SameItem) => {
                 let (key, _) = self.item.ok_or("`[item]` outside a for_each")?;
                 let id = format!("{step}[{key}]");
-                lookup(*plan.by_id.get(&id).ok_or_else(|| format!("no instance `{id}`"))?)?
+                let instance = *plan.by_id.get(&id).ok_or_else(|| format!("no instance `{id}`"))?;
+                (lookup(instance)?, vec![instance])
             }
             Some(Selector::Key(key)) => {
                 let id = format!("{step}[{key}]");
-                lookup(*plan.by_id.get(&id).ok_or_else(|| format!("no instance `{id}`"))?)?
+                let instance = *plan.by_id.get(&id).ok_or_else(|| format!("no instance `{id}`"))?;
+                (lookup(instance)?, vec![instance])
             }
         };
-        Ok(Resolved { value, secret })
+        Ok(Resolved { value, secret: declared_secret || read.into_iter().any(tainted) })
     }
 }

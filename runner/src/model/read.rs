@@ -1,0 +1,90 @@
+//! Reading the files a runbook comes from (the runbook, a vars file, `from_file` values,
+//! templates): regular files only, so a FIFO cannot block and `/dev/zero` cannot exhaust memory;
+//! at most [`MAX_INPUT_BYTES`]; UTF-8, with the place of the first bad byte when it is not.
+
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use crate::model::diagnostics::Problem;
+use crate::model::source::SourceFile;
+
+/// Far above any runbook, vars file or template (the bundled Phase 1 runbook is about 30 KiB).
+pub const MAX_INPUT_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The text of `path`, read as `what` ("runbook", "vars file", …); every refusal names the file.
+pub fn read_text(path: &Path, what: &str) -> Result<String, Problem> {
+    let shown = path.display().to_string();
+    let refuse = |message: String, hint: &str| Problem::without_file(&shown, message).with_hint(hint);
+    let metadata = std::fs::metadata(path).map_err(|e| refuse(format!("cannot read {what}: {e}"), "check the path"))?;
+    if !metadata.is_file() {
+        return Err(refuse(
+            format!("cannot read {what}: it is {}, not a regular file", file_type(&metadata)),
+            "give the path of a file",
+        ));
+    }
+    if metadata.len() > MAX_INPUT_BYTES {
+        return Err(refuse(
+            format!("cannot read {what}: it is {} bytes, more than the {MAX_INPUT_BYTES} a {what} may have", metadata.len()),
+            "is this the right file?",
+        ));
+    }
+    // Non-blocking, so a file swapped for a FIFO after the check above still cannot block.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| refuse(format!("cannot read {what}: {e}"), "check the path and its permissions"))?;
+    let opened = file.metadata().map_err(|e| refuse(format!("cannot read {what}: {e}"), "check the path"))?;
+    if !opened.is_file() {
+        return Err(refuse(format!("cannot read {what}: it is not a regular file"), "give the path of a file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| refuse(format!("cannot read {what}: {e}"), "check the file"))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(refuse(format!("cannot read {what}: it grew past {MAX_INPUT_BYTES} bytes while read"), "is this the right file?"));
+    }
+    decode(path, bytes, what)
+}
+
+/// UTF-8 text, or a problem at the first byte that is not (UTF-16 is named as such).
+pub fn decode(path: &Path, bytes: Vec<u8>, what: &str) -> Result<String, Problem> {
+    if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+        return Err(Problem::without_file(path.display().to_string(), format!("the {what} is UTF-16 text; it must be UTF-8"))
+            .with_hint(format!("convert it, e.g. `iconv -f UTF-16 -t UTF-8 {} > fixed.toml`", path.display())));
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
+            let file = SourceFile::new(path, lossy);
+            return Err(Problem::new(&file, at..at, format!("the {what} is not valid UTF-8 (byte 0x{:02X})", e.as_bytes()[at]))
+                .with_hint("save the file as UTF-8"));
+        }
+    };
+    if let Some(at) = text.find('\0') {
+        let file = SourceFile::new(path, text.replace('\0', " "));
+        return Err(Problem::new(&file, at..at, format!("the {what} holds a NUL byte; is it UTF-16 or binary?"))
+            .with_hint("save the file as UTF-8 text"));
+    }
+    Ok(text)
+}
+
+fn file_type(metadata: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = metadata.file_type();
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}

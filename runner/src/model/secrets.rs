@@ -1,0 +1,100 @@
+//! Where secrets flow, as far as the runbook says before anything runs: which steps receive a
+//! secret (a secret variable, a secret output, or an output derived from a secret), and which of
+//! them would put it where other users of the machine can see it (a program's argv in `ps`).
+
+use serde_json::Value;
+
+use crate::model::diagnostics::Problem;
+use crate::model::load::{ForEach, StepDef};
+use crate::model::refs::{self, Reference};
+use crate::model::source::Document;
+use crate::model::types::RunbookFile;
+use crate::model::validate::collect_strings;
+
+/// Whether each step (by index) receives a secret. Steps whose inputs hold a secret taint the
+/// outputs they extract from what they captured, so secrecy follows the value downstream.
+pub fn steps_with_secrets(file: &RunbookFile, defs: &[StepDef]) -> Vec<bool> {
+    let mut handles = vec![false; defs.len()];
+    // Dependencies form a DAG (cycles were refused): a pass per level settles it; the first
+    // pass that changes nothing ends it.
+    loop {
+        let mut changed = false;
+        for (i, def) in defs.iter().enumerate() {
+            if !handles[i] && step_reads_secret(file, defs, &handles, def) {
+                handles[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return handles;
+        }
+    }
+}
+
+fn step_reads_secret(file: &RunbookFile, defs: &[StepDef], handles: &[bool], def: &StepDef) -> bool {
+    let secret_items = for_each_is_secret(file, defs, handles, def);
+    let mut strings = Vec::new();
+    collect_strings(&Value::Object(def.spec.inputs.clone()), "", &mut strings);
+    strings.iter().any(|(_, text)| {
+        refs::parse(text)
+            .map(|i| i.references().any(|r| is_secret(file, defs, handles, r, secret_items)))
+            .unwrap_or(false)
+    })
+}
+
+fn for_each_is_secret(file: &RunbookFile, defs: &[StepDef], handles: &[bool], def: &StepDef) -> bool {
+    let reference_is_secret = |text: &str| {
+        refs::parse(text).is_ok_and(|i| i.references().any(|r| is_secret(file, defs, handles, r, false)))
+    };
+    match &def.for_each {
+        Some(ForEach::Reference(r)) => is_secret(file, defs, handles, r, false),
+        Some(ForEach::List(items)) => items.iter().any(|item| item.as_str().is_some_and(reference_is_secret)),
+        None => false,
+    }
+}
+
+fn is_secret(file: &RunbookFile, defs: &[StepDef], handles: &[bool], reference: &Reference, secret_items: bool) -> bool {
+    match reference {
+        Reference::Var(name) => file.vars.get(name).is_some_and(|v| v.secret),
+        Reference::Item(_) => secret_items,
+        Reference::Step { step, output, .. } => defs.iter().enumerate().any(|(i, d)| {
+            d.id() == step && (d.output(output).is_some_and(|o| o.secret) || (handles[i] && d.spec.outputs.contains_key(output)))
+        }),
+        Reference::Required { .. } | Reference::Run(_) => false,
+    }
+}
+
+/// A warning for every secret placed in an input its kind exposes (exec's argv).
+pub fn exposure_warnings(doc: &Document, file: &RunbookFile, defs: &[StepDef]) -> Vec<Problem> {
+    let handles = steps_with_secrets(file, defs);
+    let mut warnings = Vec::new();
+    for def in defs {
+        let secret_items = for_each_is_secret(file, defs, &handles, def);
+        for exposed in def.kind.exposed_inputs() {
+            let Some(value) = Value::Object(def.spec.inputs.clone()).pointer(exposed).cloned() else { continue };
+            let mut strings = Vec::new();
+            collect_strings(&value, &format!("{}/inputs{exposed}", def.pointer()), &mut strings);
+            for (at, text) in strings {
+                let Ok(interpolation) = refs::parse(&text) else { continue };
+                if let Some(secret) =
+                    interpolation.references().find(|r| is_secret(file, defs, &handles, r, secret_items))
+                {
+                    let input = exposed.trim_start_matches('/');
+                    warnings.push(
+                        doc.problem(
+                            &at,
+                            format!(
+                                "step `{}` puts a secret (`{secret}`) in its {input}, where any user of this machine can read it (e.g. with `ps`) while it runs",
+                                def.id()
+                            ),
+                        )
+                        .with_hint(format!(
+                            "hand it over in `inputs.env` (e.g. TOKEN = \"${{{secret}}}\") or in a file written by a template step, and pass the variable's or file's name instead"
+                        )),
+                    );
+                }
+            }
+        }
+    }
+    warnings
+}
