@@ -222,10 +222,12 @@ fn check_exec_inputs(inputs: &Value) -> Vec<InputProblem> {
             match value {
                 Value::String(text) if text.contains('\0') => problems.push(nul(at, &format!("env `{name}`"))),
                 Value::String(_) => {}
-                other => problems.push(
-                    InputProblem::new(&at, format!("env `{name}` is {other}, not text"))
-                        .with_hint(format!("environment values are strings: write {name} = \"{}\"", other.to_string().trim_matches('"'))),
-                ),
+                other => problems.push(InputProblem::new(&at, format!("env `{name}` is {other}, not text")).with_hint(
+                    format!(
+                        "environment values are strings: write {name} = \"{}\"",
+                        other.to_string().trim_matches('"')
+                    ),
+                )),
             }
         }
     }

@@ -151,9 +151,8 @@ fn check_gate_inputs(inputs: &Value) -> Vec<InputProblem> {
     let assertions = inputs.get("assert").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     for (i, assertion) in assertions.iter().enumerate() {
         let Some(fields) = assertion.as_object() else { continue };
-        let compares = COMPARISONS
-            .iter()
-            .any(|key| fields.get(*key).is_some_and(|v| !v.is_null() && *v != Value::Bool(false)));
+        let compares =
+            COMPARISONS.iter().any(|key| fields.get(*key).is_some_and(|v| !v.is_null() && *v != Value::Bool(false)));
         if !compares {
             problems.push(
                 InputProblem::new(format!("/assert/{i}"), "this assertion compares nothing, so it would always pass")

@@ -214,7 +214,8 @@ fn check_http_inputs(inputs: &Value) -> Vec<InputProblem> {
         }
         for (i, code) in codes.iter().enumerate() {
             if code.as_u64().is_some_and(|c| !(100..=599).contains(&c)) {
-                problems.push(InputProblem::new(format!("/expect_status/{i}"), format!("{code} is not an HTTP status")));
+                problems
+                    .push(InputProblem::new(format!("/expect_status/{i}"), format!("{code} is not an HTTP status")));
             }
         }
     }

@@ -41,7 +41,9 @@ pub fn json_pointer_problem(pointer: &str) -> Option<String> {
     let mut chars = pointer.chars();
     while let Some(c) = chars.next() {
         if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-            return Some(format!("`{pointer}` is not a JSON pointer: `~` must be followed by 0 or 1 (`~0` is ~, `~1` is /)"));
+            return Some(format!(
+                "`{pointer}` is not a JSON pointer: `~` must be followed by 0 or 1 (`~0` is ~, `~1` is /)"
+            ));
         }
     }
     None

@@ -149,7 +149,10 @@ fn check_template_inputs(inputs: &Value, templates: &dyn crate::TemplateSource) 
     if let Some(path) = inputs.get("path").and_then(known_text)
         && let Some(why) = output_path_problem(path)
     {
-        problems.push(InputProblem::new("/path", why).with_hint("write files under the run's working directory, e.g. \"out/summary.json\""));
+        problems.push(
+            InputProblem::new("/path", why)
+                .with_hint("write files under the run's working directory, e.g. \"out/summary.json\""),
+        );
     }
     problems
 }

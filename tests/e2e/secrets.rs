@@ -1,4 +1,5 @@
 use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 use crate::support::{TestEnv, contains_bytes};
 
@@ -68,4 +69,246 @@ inputs.argv = ["{stepper}", "print", "${vars.token}", "fail", "7"]
     // A secret-carrying output is sealed in the journal but usable on resume.
     let finished = env.step_events("step_finished", "use");
     assert!(finished[0]["outputs"]["echoed"]["$sealed"].is_string(), "{:?}", finished[0]);
+}
+
+/// Every file under `dir` other than the journal: (path, bytes, mode).
+fn written_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>, u32)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("list") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            found.extend(written_files(&path));
+        } else if !path.file_name().unwrap().to_string_lossy().starts_with("journal.db") {
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            found.push((path.clone(), std::fs::read(&path).unwrap(), mode));
+        }
+    }
+    found
+}
+
+/// The secret is nowhere but in files only their owner can read: not in what was printed, not in
+/// the journal (with its write-ahead log), not in a file anyone else can read.
+fn assert_kept_secret(env: &TestEnv, secrets: &[&str], printed: &str) {
+    let journal = env.journal_bytes();
+    for secret in secrets {
+        assert!(!printed.contains(secret), "the secret {secret} was printed:\n{printed}");
+        assert!(!contains_bytes(&journal, secret), "the secret {secret} is in the journal's bytes");
+        for (path, bytes, mode) in written_files(env.path()) {
+            if contains_bytes(&bytes, secret) {
+                assert_eq!(mode, 0o600, "{} holds the secret {secret} with mode {mode:o}", path.display());
+            }
+        }
+    }
+}
+
+fn inspect_everything(env: &TestEnv, extra: &[&[&str]]) -> String {
+    let mut printed = String::new();
+    let mut commands: Vec<&[&str]> = vec![
+        &["status"],
+        &["status", "--output", "json"],
+        &["outputs"],
+        &["outputs", "--output", "json"],
+        &["audit"],
+        &["audit", "--format", "json"],
+        &["audit", "--format", "markdown"],
+    ];
+    commands.extend_from_slice(extra);
+    for args in commands {
+        printed.push_str(&env.run(args).all());
+    }
+    printed
+}
+
+const ITEM_A: &str = "Item-Secret-Alpha-5521";
+const ITEM_B: &str = "Item-Secret-Bravo-9034";
+
+#[test]
+fn the_items_of_a_secret_list_stay_secret() {
+    let env = TestEnv::new();
+    let runbook = env.write(
+        "list.toml",
+        r#"
+[runbook]
+name = "secret-list"
+
+[vars.tokens]
+type = "list"
+secret = true
+
+[[steps]]
+id = "each"
+kind = "exec"
+for_each = "${vars.tokens}"
+inputs.argv = ["{stepper}", "env", "TOKEN"]
+inputs.env = { TOKEN = "${item}" }
+outputs.seen = { from = "stdout" }
+
+[[steps]]
+id = "file"
+kind = "template"
+for_each = "${vars.tokens}"
+serialize = "one-file"
+inputs.inline = "{{token}}"
+inputs.path = "out/token.txt"
+inputs.values = { token = "${item}" }
+"#,
+    );
+    let var = format!("tokens={ITEM_A},{ITEM_B}");
+    let mut printed = env.run(&["plan", runbook.to_str().unwrap(), "--var", &var]).all();
+    printed.push_str(&env.run(&["plan", runbook.to_str().unwrap(), "--var", &var, "--output", "json"]).all());
+    let run = env.run(&["run", runbook.to_str().unwrap(), "--var", &var]);
+    printed.push_str(&run.all());
+    assert_eq!(run.code, 0, "{}", run.all());
+    printed.push_str(&inspect_everything(&env, &[&["get", "each[0].seen"], &["get", "each[1].seen"]]));
+    // Instances are named by position, not by the secret items.
+    assert!(printed.contains("each[0]") && printed.contains("each[1]"), "{printed}");
+    assert_kept_secret(&env, &[ITEM_A, ITEM_B], &printed);
+    let file = env.path().join("out/token.txt");
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600, "a secret item's file");
+}
+
+const DERIVED: &str = "Derived-From-Secret-3141";
+
+#[test]
+fn what_is_derived_from_a_secret_is_secret_in_outputs_files_and_evidence() {
+    let env = TestEnv::new();
+    let runbook = env.write(
+        "taint.toml",
+        r#"
+[runbook]
+name = "taint"
+
+[vars.token]
+secret = true
+
+[[steps]]
+id = "use"
+kind = "exec"
+inputs.argv = ["{stepper}", "env", "TOKEN"]
+inputs.env = { TOKEN = "${vars.token}" }
+outputs.echoed = { from = "stdout" }
+
+[[steps]]
+id = "again"
+kind = "exec"
+inputs.argv = ["{stepper}", "env", "ECHOED"]
+inputs.env = { ECHOED = "${steps.use.echoed}" }
+outputs.twice = { from = "stdout" }
+
+[[steps]]
+id = "file"
+kind = "template"
+inputs.inline = "{{token}}"
+inputs.path = "out/token.txt"
+inputs.values = { token = "${steps.again.twice}" }
+"#,
+    );
+    let var = format!("token={DERIVED}");
+    let run = env.run(&["run", runbook.to_str().unwrap(), "--var", &var]);
+    assert_eq!(run.code, 0, "{}", run.all());
+    let mut printed = run.all();
+    printed.push_str(&inspect_everything(&env, &[&["get", "use.echoed"], &["get", "again.twice"]]));
+    let token = env.path().join("out/token.txt");
+    assert_eq!(std::fs::read_to_string(&token).unwrap().trim(), DERIVED);
+    assert_eq!(std::fs::metadata(&token).unwrap().permissions().mode() & 0o777, 0o600, "the derived secret's file");
+    assert!(env.step_events("step_finished", "again")[0]["outputs"]["twice"]["$sealed"].is_string());
+    assert_kept_secret(&env, &[DERIVED], &printed);
+}
+
+const GENERATED: &str = "Generated-Only-By-The-Program-2718";
+
+#[test]
+fn a_secret_output_is_scrubbed_from_its_own_evidence() {
+    let env = TestEnv::new();
+    let runbook = env.write(
+        "evidence.toml",
+        r#"
+[runbook]
+name = "evidence"
+
+[[steps]]
+id = "mint"
+kind = "exec"
+inputs.argv = ["{stepper}", "env", "MINTED"]
+outputs.token = { from = "stdout", secret = true }
+"#,
+    );
+    // The program learns the value from the runner's environment: it is in no input.
+    let output = env.command(&["run", runbook.to_str().unwrap()]).env("MINTED", GENERATED).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let mut printed = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    printed.push_str(&inspect_everything(&env, &[]));
+    let evidence = &env.step_events("step_finished", "mint")[0]["evidence"];
+    assert!(evidence["stdout_tail"].as_str().unwrap().contains("<redacted>"), "{evidence}");
+    assert_kept_secret(&env, &[GENERATED], &printed);
+}
+
+const PROMPTED: &str = "Prompted-Secret-1618";
+
+#[test]
+fn a_gate_prompt_never_shows_a_secret() {
+    let env = TestEnv::new();
+    let runbook = env.write(
+        "gate.toml",
+        r#"
+[runbook]
+name = "gate"
+
+[vars.token]
+secret = true
+
+[[steps]]
+id = "confirm"
+kind = "gate"
+inputs.approval = { prompt = "the service accepts the token ${vars.token}" }
+"#,
+    );
+    let var = format!("token={PROMPTED}");
+    let run = env.run(&["run", runbook.to_str().unwrap(), "--var", &var]);
+    assert_eq!(run.code, 5, "{}", run.all());
+    let mut printed = run.all();
+    printed.push_str(&env.run(&["run", runbook.to_str().unwrap(), "--var", &var, "--output", "json"]).all());
+    printed.push_str(&inspect_everything(&env, &[]));
+    assert!(printed.contains("the service accepts the token <redacted>"), "{printed}");
+    assert_kept_secret(&env, &[PROMPTED], &printed);
+}
+
+#[test]
+fn plan_warns_about_a_secret_in_argv_and_suggests_env() {
+    let env = TestEnv::new();
+    let runbook = env.write(
+        "argv.toml",
+        r#"
+[runbook]
+name = "argv"
+
+[vars.token]
+secret = true
+
+[[steps]]
+id = "login"
+kind = "exec"
+inputs.argv = ["{stepper}", "print", "--password=${vars.token}"]
+outputs.session = { from = "stdout" }
+
+[[steps]]
+id = "via-env"
+kind = "exec"
+inputs.argv = ["{stepper}", "env", "TOKEN"]
+inputs.env = { TOKEN = "${vars.token}" }
+outputs.derived = { from = "stdout" }
+
+[[steps]]
+id = "derived-in-argv"
+kind = "exec"
+inputs.argv = ["{stepper}", "print", "${steps.via-env.derived}"]
+"#,
+    );
+    let out = env.run(&["plan", runbook.to_str().unwrap(), "--var", "token=x"]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    assert!(out.stderr.contains("argv.toml:11:"), "the warning points at the argv:\n{}", out.stderr);
+    assert!(out.stderr.contains("argv.toml:24:"), "a value derived from a secret is one too:\n{}", out.stderr);
+    assert!(out.stderr.contains("ps"), "{}", out.stderr);
+    assert!(out.stderr.contains("inputs.env"), "it suggests env:\n{}", out.stderr);
+    assert_eq!(out.stderr.matches("warning").count(), 2, "no warning for the secret given in env:\n{}", out.stderr);
 }

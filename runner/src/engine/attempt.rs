@@ -39,8 +39,14 @@ pub struct Shared {
 
 pub enum JobResult {
     /// `secret_outputs` names the outputs that are secret (declared so, or derived from a secret).
-    Succeeded { outputs: Map<String, Value>, secret_outputs: Vec<String> },
-    Failed { status: StepStatus, error: StepError },
+    Succeeded {
+        outputs: Map<String, Value>,
+        secret_outputs: Vec<String>,
+    },
+    Failed {
+        status: StepStatus,
+        error: StepError,
+    },
 }
 
 pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult> {

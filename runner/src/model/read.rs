@@ -25,7 +25,10 @@ pub fn read_text(path: &Path, what: &str) -> Result<String, Problem> {
     }
     if metadata.len() > MAX_INPUT_BYTES {
         return Err(refuse(
-            format!("cannot read {what}: it is {} bytes, more than the {MAX_INPUT_BYTES} a {what} may have", metadata.len()),
+            format!(
+                "cannot read {what}: it is {} bytes, more than the {MAX_INPUT_BYTES} a {what} may have",
+                metadata.len()
+            ),
             "is this the right file?",
         ));
     }
@@ -44,7 +47,10 @@ pub fn read_text(path: &Path, what: &str) -> Result<String, Problem> {
         .read_to_end(&mut bytes)
         .map_err(|e| refuse(format!("cannot read {what}: {e}"), "check the file"))?;
     if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(refuse(format!("cannot read {what}: it grew past {MAX_INPUT_BYTES} bytes while read"), "is this the right file?"));
+        return Err(refuse(
+            format!("cannot read {what}: it grew past {MAX_INPUT_BYTES} bytes while read"),
+            "is this the right file?",
+        ));
     }
     decode(path, bytes, what)
 }
@@ -52,8 +58,11 @@ pub fn read_text(path: &Path, what: &str) -> Result<String, Problem> {
 /// UTF-8 text, or a problem at the first byte that is not (UTF-16 is named as such).
 pub fn decode(path: &Path, bytes: Vec<u8>, what: &str) -> Result<String, Problem> {
     if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
-        return Err(Problem::without_file(path.display().to_string(), format!("the {what} is UTF-16 text; it must be UTF-8"))
-            .with_hint(format!("convert it, e.g. `iconv -f UTF-16 -t UTF-8 {} > fixed.toml`", path.display())));
+        return Err(Problem::without_file(
+            path.display().to_string(),
+            format!("the {what} is UTF-16 text; it must be UTF-8"),
+        )
+        .with_hint(format!("convert it, e.g. `iconv -f UTF-16 -t UTF-8 {} > fixed.toml`", path.display())));
     }
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
@@ -61,8 +70,12 @@ pub fn decode(path: &Path, bytes: Vec<u8>, what: &str) -> Result<String, Problem
             let at = e.utf8_error().valid_up_to();
             let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
             let file = SourceFile::new(path, lossy);
-            return Err(Problem::new(&file, at..at, format!("the {what} is not valid UTF-8 (byte 0x{:02X})", e.as_bytes()[at]))
-                .with_hint("save the file as UTF-8"));
+            return Err(Problem::new(
+                &file,
+                at..at,
+                format!("the {what} is not valid UTF-8 (byte 0x{:02X})", e.as_bytes()[at]),
+            )
+            .with_hint("save the file as UTF-8"));
         }
     };
     if let Some(at) = text.find('\0') {

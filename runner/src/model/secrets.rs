@@ -43,9 +43,8 @@ fn step_reads_secret(file: &RunbookFile, defs: &[StepDef], handles: &[bool], def
 }
 
 fn for_each_is_secret(file: &RunbookFile, defs: &[StepDef], handles: &[bool], def: &StepDef) -> bool {
-    let reference_is_secret = |text: &str| {
-        refs::parse(text).is_ok_and(|i| i.references().any(|r| is_secret(file, defs, handles, r, false)))
-    };
+    let reference_is_secret =
+        |text: &str| refs::parse(text).is_ok_and(|i| i.references().any(|r| is_secret(file, defs, handles, r, false)));
     match &def.for_each {
         Some(ForEach::Reference(r)) => is_secret(file, defs, handles, r, false),
         Some(ForEach::List(items)) => items.iter().any(|item| item.as_str().is_some_and(reference_is_secret)),
@@ -53,12 +52,19 @@ fn for_each_is_secret(file: &RunbookFile, defs: &[StepDef], handles: &[bool], de
     }
 }
 
-fn is_secret(file: &RunbookFile, defs: &[StepDef], handles: &[bool], reference: &Reference, secret_items: bool) -> bool {
+fn is_secret(
+    file: &RunbookFile,
+    defs: &[StepDef],
+    handles: &[bool],
+    reference: &Reference,
+    secret_items: bool,
+) -> bool {
     match reference {
         Reference::Var(name) => file.vars.get(name).is_some_and(|v| v.secret),
         Reference::Item(_) => secret_items,
         Reference::Step { step, output, .. } => defs.iter().enumerate().any(|(i, d)| {
-            d.id() == step && (d.output(output).is_some_and(|o| o.secret) || (handles[i] && d.spec.outputs.contains_key(output)))
+            d.id() == step
+                && (d.output(output).is_some_and(|o| o.secret) || (handles[i] && d.spec.outputs.contains_key(output)))
         }),
         Reference::Required { .. } | Reference::Run(_) => false,
     }

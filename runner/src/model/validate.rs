@@ -305,12 +305,13 @@ fn check_step(doc: &Document, def: &StepDef, checker: &RefChecker<'_>, problems:
                     let key = crate::plan::item_key(item, i, false);
                     if let Some(first) = seen.insert(key.clone(), i) {
                         problems.push(
-                            doc.problem(&format!("{at}/{i}"), format!("duplicate for_each item `{key}`"))
-                                .with_hint(format!(
+                            doc.problem(&format!("{at}/{i}"), format!("duplicate for_each item `{key}`")).with_hint(
+                                format!(
                                     "item {} has the same key; each item names one instance (`{}[{key}]`)",
                                     first + 1,
                                     def.id()
-                                )),
+                                ),
+                            ),
                         );
                     }
                 }

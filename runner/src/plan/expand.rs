@@ -2,9 +2,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::model::{Problem, Runbook};
 use crate::model::load::ForEach;
 use crate::model::refs::Condition;
+use crate::model::{Problem, Runbook};
 use crate::plan::scope::Scope;
 
 /// One executable unit: a step, or one item of a step's for_each.
@@ -114,7 +114,9 @@ pub fn expand(runbook: &Runbook, scope: &Scope<'_>) -> Result<Plan, Problem> {
                     &for_each_at,
                     format!("two for_each items have the key `{id}`; item keys must be unique"),
                 )
-                .with_hint("an item is named by itself, or a table by its `name` or `id` field; remove the duplicate"));
+                .with_hint(
+                    "an item is named by itself, or a table by its `name` or `id` field; remove the duplicate",
+                ));
             }
             plan.of_step[step_index].push(plan.instances.len());
             plan.instances.push(Instance { id, step: step_index, item, deps: Vec::new(), skipped_by_when });
