@@ -227,18 +227,18 @@ pub fn coerce(spec: &VarSpec, text: &str) -> Result<Value, String> {
             .trim()
             .parse::<i64>()
             .map(Value::from)
-            .map_err(|_| format!("type mismatch: `{text}` is not an integer")),
+            .map_err(|_| format!("type mismatch: `{}` is not an integer", shown(spec, text))),
         VarType::Boolean => match text.trim() {
             "true" | "yes" | "1" => Ok(Value::Bool(true)),
             "false" | "no" | "0" => Ok(Value::Bool(false)),
-            _ => Err(format!("type mismatch: `{text}` is not true or false")),
+            _ => Err(format!("type mismatch: `{}` is not true or false", shown(spec, text))),
         },
         VarType::List => {
             if text.trim_start().starts_with('[') {
                 serde_json::from_str::<Value>(text)
                     .ok()
                     .filter(Value::is_array)
-                    .ok_or_else(|| format!("type mismatch: `{text}` is not a JSON list"))
+                    .ok_or_else(|| format!("type mismatch: `{}` is not a JSON list", shown(spec, text)))
             } else {
                 Ok(Value::Array(
                     text.split(',').map(|s| Value::String(s.trim().to_string())).filter(|v| v != "").collect(),
@@ -257,7 +257,8 @@ pub fn check_value(name: &str, spec: &VarSpec, value: &Value, check_paths: bool)
         VarType::List => value.is_array(),
     };
     if !type_ok {
-        return Err(format!("type mismatch: `{name}` must be {:?}, found {value}", spec.ty).to_lowercase());
+        let found = if spec.secret { "a secret value".to_string() } else { value.to_string() };
+        return Err(format!("type mismatch: `{name}` must be {:?}, found {found}", spec.ty).to_lowercase());
     }
     if let (Some(pattern), Some(text)) = (&spec.pattern, value.as_str()) {
         let anchored = format!("^(?:{pattern})$");
