@@ -8,6 +8,7 @@ mod interrupt;
 mod invalid_inputs;
 mod journal_trust;
 mod phase1;
+mod rehearsal_safety;
 mod resume;
 mod retries;
 mod schema;

@@ -213,12 +213,13 @@ pub async fn phase(env: &Env, number: u8, dir: PathBuf, options: crate::cli::san
         json: env.json,
         mode: crate::report::DisplayMode::Quiet,
         registry: env.registry.clone(),
+        azure: env.azure.clone(),
         parallelism: None,
     };
     let (_, runbook) = phases(Some(number))?[0];
     let mut figures = Vec::new();
     for parallelism in [None, Some(1)] {
-        let rehearsal = Rehearsal::start(&quiet, &dir, &options, parallelism).await?;
+        let rehearsal = Rehearsal::start(&quiet, &dir, None, &options, parallelism).await?;
         let (exit, _, finished) = rehearsal.run_phase(number, runbook).await?;
         rehearsal.sandbox.shutdown().await;
         if exit != Exit::Ok {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use runbook_journal::Journal;
-use runbook_steps::Registry;
+use runbook_steps::{Registry, SettingsSource};
 
 use crate::cli::exit::{CliError, CliResult};
 use crate::cli::{Global, OutputFormat};
@@ -17,20 +17,32 @@ pub struct Env {
     pub json: bool,
     pub mode: DisplayMode,
     pub registry: Registry,
+    /// The settings the registry's Azure kinds read; journaled with each run as its target.
+    pub azure: SettingsSource,
     /// Overrides every runbook's parallelism (the benchmark runs plans one step at a time).
     pub parallelism: Option<usize>,
 }
 
-/// The step kinds; with `--azure-credential`, the Azure kinds see it in place of the
-/// environment's RUNBOOK_AZURE_CREDENTIAL.
-fn registry_for(global: &Global) -> Registry {
+/// Where the Azure kinds read their settings: the environment, with `--azure-credential` in
+/// place of its RUNBOOK_AZURE_CREDENTIAL when given.
+fn azure_settings(global: &Global) -> SettingsSource {
+    match global.azure_credential {
+        None => SettingsSource::Process,
+        Some(choice) => {
+            let mut settings: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+            settings.insert("RUNBOOK_AZURE_CREDENTIAL".into(), choice.setting().into());
+            SettingsSource::Fixed(settings)
+        }
+    }
+}
+
+/// The step kinds, their Azure kinds reading `azure`.
+pub(crate) fn registry_for(azure: &SettingsSource) -> Registry {
     let mut registry = crate::registry();
-    if let Some(choice) = global.azure_credential {
-        let mut settings: std::collections::BTreeMap<String, String> = std::env::vars().collect();
-        settings.insert("RUNBOOK_AZURE_CREDENTIAL".into(), choice.setting().into());
+    if let SettingsSource::Fixed(settings) = azure {
         registry.register(Arc::new(runbook_steps::Arm::with_env(settings.clone())));
         registry.register(Arc::new(runbook_steps::Graph::with_env(settings.clone())));
-        registry.register(Arc::new(runbook_steps::Blob::with_env(settings)));
+        registry.register(Arc::new(runbook_steps::Blob::with_env(settings.clone())));
     }
     registry
 }
@@ -38,12 +50,14 @@ fn registry_for(global: &Global) -> Registry {
 impl Env {
     pub fn new(global: &Global) -> Self {
         let json = global.output == OutputFormat::Json;
+        let azure = azure_settings(global);
         let is_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
         Env {
             journal_path: global.journal.clone().unwrap_or_else(|| PathBuf::from(".runbook/journal.db")),
             json,
             mode: display_mode(std::io::stderr().is_terminal(), is_ci, global.quiet, global.no_progress, json),
-            registry: registry_for(global),
+            registry: registry_for(&azure),
+            azure,
             parallelism: None,
         }
     }

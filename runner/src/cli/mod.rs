@@ -310,7 +310,8 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             bench::phase(&env, phase, dir, sandbox.options()).await
         }
         Command::Rehearse { phase, dir, check_idempotent, oidc_tool, sandbox } => {
-            rehearse::rehearse(&env, phase, dir, sandbox.options(), check_idempotent, &oidc_tool).await
+            rehearse::rehearse(&env, phase, dir, cli.global.journal, sandbox.options(), check_idempotent, &oidc_tool)
+                .await
         }
         Command::Sandbox { what: SandboxWhat::Up { dir, sandbox } } => sandbox::up(&env, sandbox.options(), dir).await,
     }

@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::cli::env::registry_for;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::sandbox::{SandboxOptions, azure_env, start};
 use crate::cli::{Env, RerunArgs, VarArgs, run};
+use runbook_steps::SettingsSource;
 
 /// The phases a rehearsal can run, in order, with the variables that suit the sandbox.
 const PHASES: &[(u8, &str)] = &[(1, "phase1-workload-identity")];
@@ -35,27 +37,38 @@ pub struct Rehearsal {
 }
 
 impl Rehearsal {
+    /// `journal`: where the journal goes (`--journal`); by default `journal.db` in the
+    /// rehearsal's directory. Either way it must be new: a rehearsal's journal must match its
+    /// fresh sandbox, and an earlier run's work in it would be taken as done.
     pub async fn start(
         env: &Env,
         base: &Path,
+        journal: Option<&Path>,
         options: &SandboxOptions,
         parallelism: Option<usize>,
     ) -> CliResult<Rehearsal> {
         let workdir =
             std::path::absolute(base.join(crate::who::new_run_id())).map_err(|e| CliError::Internal(e.into()))?;
+        let journal_path = match journal {
+            Some(path) => std::path::absolute(path).map_err(|e| CliError::Internal(e.into()))?,
+            None => workdir.join("journal.db"),
+        };
+        if journal_path.exists() {
+            return Err(CliError::user_hint(
+                format!("a rehearsal writes a new journal, and `{}` already exists", journal_path.display()),
+                "each rehearsal starts a fresh sandbox, so its runs cannot share a journal with others: give --journal a new path, or leave it out to get DIR/<id>/journal.db",
+            ));
+        }
         let (sandbox, ca_file) = start(options, &workdir).await?;
         let mut settings = azure_env(&sandbox, &ca_file);
         crate::cli::sandbox::seed(&settings, sandbox.ca_pem()).await?;
         // The in-process management cluster, for the kube kind and kubectl in exec steps.
         let kubeconfig = crate::cli::sandbox::kubeconfig_path(&workdir);
         settings.insert("KUBECONFIG".into(), kubeconfig.display().to_string());
-        let mut registry = crate::registry();
-        registry.register(Arc::new(runbook_steps::Arm::with_env(settings.clone())));
-        registry.register(Arc::new(runbook_steps::Graph::with_env(settings.clone())));
-        registry.register(Arc::new(runbook_steps::Blob::with_env(settings.clone())));
+        let azure = SettingsSource::Fixed(settings.clone());
+        let mut registry = registry_for(&azure);
         registry.register(Arc::new(runbook_steps::Exec::with_env(program_env(&workdir, settings)?)));
-        let env =
-            Env { journal_path: workdir.join("journal.db"), json: env.json, mode: env.mode, registry, parallelism };
+        let env = Env { journal_path, json: env.json, mode: env.mode, registry, azure, parallelism };
         Ok(Rehearsal { sandbox, workdir, ca_file, env, oidc_tool: "native".into() })
     }
 
@@ -115,12 +128,13 @@ pub async fn rehearse(
     env: &Env,
     phase: Option<u8>,
     base: PathBuf,
+    journal: Option<PathBuf>,
     options: SandboxOptions,
     check_idempotent: bool,
     oidc_tool: &str,
 ) -> CliResult {
     let phases = phases(phase)?;
-    let mut rehearsal = Rehearsal::start(env, &base, &options, None).await?;
+    let mut rehearsal = Rehearsal::start(env, &base, journal.as_deref(), &options, None).await?;
     rehearsal.oidc_tool = oidc_tool.to_string();
     if !env.json {
         eprintln!("rehearsing against the built-in sandbox in {}", rehearsal.workdir.display());

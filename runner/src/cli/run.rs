@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use runbook_journal::{Journal, NewEvent, NewRun};
+use runbook_steps::AzureTarget;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -299,8 +300,10 @@ fn predict(
         .collect()
 }
 
-/// What the run needs to be resumed later: where the runbook came from, where values came from.
+/// What the run needs to be resumed later: where the runbook came from, where values came from,
+/// and which Azure it acts on.
 fn run_record_vars(
+    env: &Env,
     prepared: &Prepared,
     journal: &Journal,
     inputs: &VarInputs,
@@ -324,7 +327,41 @@ fn run_record_vars(
         "origin": origin_json(origin),
         "workdir": work_dir.display().to_string(),
         "fresh": fresh,
+        "azure": env.azure.target(),
     })
+}
+
+/// A run made against the built-in sandbox can only go on against that same sandbox instance,
+/// and a run made against Azure never against a sandbox: checked before anything is sent, so a
+/// resume never falls back to another credential (the default one reaches real Azure).
+fn check_same_azure(env: &Env, record: &runbook_journal::RunRecord) -> CliResult<()> {
+    let Ok(made_on) = serde_json::from_value::<AzureTarget>(record.vars["azure"].clone()) else {
+        return Ok(());
+    };
+    let now = env.azure.target();
+    if made_on.is_sandbox() && now != made_on {
+        return Err(CliError::user_hint(
+            format!(
+                "run {} was made against {}, and this resume would act on {}; a sandbox lives only as long as the command that started it, so its runs cannot be continued anywhere else",
+                record.id,
+                made_on.describe(),
+                now.describe()
+            ),
+            "start a new rehearsal (`runbook rehearse`); for a sandbox from `runbook sandbox up`, resume with its sandbox.env sourced while it is still up",
+        ));
+    }
+    if !made_on.is_sandbox() && now.is_sandbox() {
+        return Err(CliError::user_hint(
+            format!(
+                "run {} was made against {}, and this resume would act on {}",
+                record.id,
+                made_on.describe(),
+                now.describe()
+            ),
+            "resume it with the Azure settings it was made with; rehearse in a journal of its own",
+        ));
+    }
+    Ok(())
 }
 
 fn origin_json(origin: &Origin) -> Value {
@@ -367,7 +404,7 @@ pub async fn run(
     let prior = plan::load_prior(&journal, prepared.runbook.name(), Some(&run_id), fresh)?;
     check_interrupted(&prepared, &prior, rerun)?;
     let writer = journal.writer()?;
-    let record_vars = run_record_vars(&prepared, &journal, &inputs, &origin, &work_dir, fresh);
+    let record_vars = run_record_vars(env, &prepared, &journal, &inputs, &origin, &work_dir, fresh);
     writer
         .create_run(NewRun {
             id: run_id.clone(),
@@ -394,6 +431,7 @@ pub async fn resume(env: &Env, run: Option<&str>, raw_vars: &[String], rerun: &R
         })?,
         None => journal.latest_run(None)?.ok_or_else(|| CliError::user("the journal has no runs to resume"))?,
     };
+    check_same_azure(env, &record)?;
     let origin = match (&record.vars["origin"]["bundled"], &record.vars["origin"]["file"]) {
         (Value::String(name), _) => name.clone(),
         (_, Value::String(path)) => path.clone(),
@@ -416,7 +454,7 @@ pub async fn resume(env: &Env, run: Option<&str>, raw_vars: &[String], rerun: &R
     let approvals = engine::approvals_from(&journal.events_for_run(&record.id)?);
     let writer = journal.writer()?;
     let mut record_vars =
-        run_record_vars(&prepared, &journal, &inputs, &prepared.runbook.origin.clone(), &work_dir, fresh);
+        run_record_vars(env, &prepared, &journal, &inputs, &prepared.runbook.origin.clone(), &work_dir, fresh);
     if prepared.runbook.digest != record.runbook_digest {
         record_vars["runbook_changed_from"] = json!(record.runbook_digest);
     }

@@ -24,4 +24,4 @@ pub mod session;
 pub mod settings;
 pub mod transport;
 
-pub use settings::{AzureSettings, CredentialChoice};
+pub use settings::{AzureSettings, AzureTarget, CredentialChoice, SettingsSource};

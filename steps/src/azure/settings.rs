@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use azure_core::credentials::Secret;
 use azure_core::http::Url;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
 
 use crate::StepError;
 
@@ -105,6 +106,23 @@ impl SettingsSource {
         }
     }
 
+    /// Which Azure these settings point at ([`AzureTarget`]); never fails, never connects.
+    pub fn target(&self) -> AzureTarget {
+        let credential = self.var(CREDENTIAL_VAR).map(|c| c.to_ascii_lowercase()).unwrap_or_else(|| "cli".into());
+        let sandbox_instance =
+            (credential == "sandbox").then(|| self.var(CA_FILE_VAR).map(|p| ca_fingerprint(&p))).flatten();
+        AzureTarget {
+            arm_endpoint: self.var(ARM_ENDPOINT_VAR).unwrap_or_else(|| DEFAULT_ARM_ENDPOINT.into()),
+            authority_host: self
+                .var(AUTHORITY_HOST_VAR)
+                .or_else(|| self.var("AZURE_AUTHORITY_HOST"))
+                .unwrap_or_else(|| DEFAULT_AUTHORITY_HOST.into()),
+            graph_endpoint: self.var(GRAPH_ENDPOINT_VAR).unwrap_or_else(|| DEFAULT_GRAPH_ENDPOINT.into()),
+            credential,
+            sandbox_instance,
+        }
+    }
+
     /// One setting, trimmed; None when unset or blank.
     pub fn var(&self, name: &str) -> Option<String> {
         let value = match self {
@@ -112,6 +130,45 @@ impl SettingsSource {
             SettingsSource::Fixed(vars) => vars.get(name).cloned(),
         };
         value.map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+    }
+}
+
+/// Which Azure the settings point at, read without any request and without failing: journaled
+/// with each run so that a resume can tell whether it would act on the same Azure. The built-in
+/// sandbox lives in memory for as long as the command that started it, so a run made against one
+/// can only be continued against that very instance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AzureTarget {
+    /// `cli`, `client-secret`, `workload-identity`, `managed-identity` or `sandbox`, as set.
+    pub credential: String,
+    pub arm_endpoint: String,
+    pub authority_host: String,
+    pub graph_endpoint: String,
+    /// Under the sandbox credential, `sha256:<hex>` of the CA it trusts (RUNBOOK_CA_FILE): every
+    /// sandbox generates its own CA, so this names the instance (its ports may be reused).
+    pub sandbox_instance: Option<String>,
+}
+
+impl AzureTarget {
+    pub fn is_sandbox(&self) -> bool {
+        self.credential == "sandbox"
+    }
+
+    /// How it is named to a person: the credential and where ARM is.
+    pub fn describe(&self) -> String {
+        if self.is_sandbox() {
+            format!("the built-in sandbox at {}", self.arm_endpoint)
+        } else {
+            format!("{} with the `{}` credential", self.arm_endpoint, self.credential)
+        }
+    }
+}
+
+/// `sha256:<hex>` of a CA file's bytes, or why it could not be read.
+fn ca_fingerprint(path: &str) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => format!("sha256:{}", hex::encode(sha2::Sha256::digest(&bytes))),
+        Err(e) => format!("unreadable CA file `{path}`: {}", e.kind()),
     }
 }
 
@@ -209,7 +266,9 @@ impl AzureSettings {
     }
 }
 
-fn is_loopback(url: Option<&Url>) -> bool {
+/// Whether `url` names this machine (`localhost`, 127.0.0.0/8, ::1): the only place the
+/// sandbox credential, and the stand-ins, may send anything.
+pub fn is_loopback(url: Option<&Url>) -> bool {
     url.and_then(|u| u.host_str()).is_some_and(|h| {
         h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) || h == "[::1]"
     })
@@ -349,6 +408,26 @@ mod tests {
         .unwrap();
         assert_eq!(settings.subscription_id.as_deref(), Some("s"));
         assert_eq!(settings.service_principal.unwrap().client_id, "c");
+    }
+
+    #[test]
+    fn a_sandbox_target_names_its_instance_by_its_ca() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.pem");
+        std::fs::write(&ca, "first sandbox").unwrap();
+        let source = SettingsSource::fixed([
+            (CREDENTIAL_VAR, "sandbox"),
+            (ARM_ENDPOINT_VAR, "https://127.0.0.1:1/"),
+            (CA_FILE_VAR, ca.to_str().unwrap()),
+        ]);
+        let first = source.target();
+        assert!(first.is_sandbox());
+        assert!(first.sandbox_instance.as_deref().unwrap().starts_with("sha256:"));
+        std::fs::write(&ca, "second sandbox, same ports").unwrap();
+        assert_ne!(source.target(), first);
+        let default = SettingsSource::fixed(Vec::<(String, String)>::new()).target();
+        assert_eq!((default.credential.as_str(), default.arm_endpoint.as_str()), ("cli", DEFAULT_ARM_ENDPOINT));
+        assert_eq!(default.sandbox_instance, None);
     }
 
     #[test]
