@@ -67,7 +67,7 @@ fn rehearsal_creates_everything_once_and_a_second_pass_writes_nothing() {
     let secret = mgmt["aadClientSecret"].as_str().unwrap().to_string();
     assert!(secret.len() > 10);
     assert!(!out.all().contains(&secret));
-    let journal = workdir.join("journal.db");
+    let journal = PathBuf::from(result["journal"].as_str().unwrap());
     let mut bytes = std::fs::read(&journal).unwrap();
     bytes.extend(std::fs::read(format!("{}-wal", journal.display())).unwrap_or_default());
     assert!(!contains_bytes(&bytes, &secret), "the External DNS secret is in the journal");
