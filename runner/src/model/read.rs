@@ -101,3 +101,33 @@ fn file_type(metadata: &std::fs::Metadata) -> &'static str {
         "not a regular file"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn special_files_are_refused_without_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.toml");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs").success());
+        assert!(read_text(&fifo, "runbook").unwrap_err().message.contains("a FIFO"));
+        assert!(read_text(Path::new("/dev/zero"), "runbook").unwrap_err().message.contains("a device"));
+        assert!(read_text(dir.path(), "runbook").unwrap_err().message.contains("a directory"));
+        let huge = dir.path().join("huge.toml");
+        std::fs::File::create(&huge).unwrap().set_len(MAX_INPUT_BYTES + 1).unwrap();
+        assert!(read_text(&huge, "runbook").unwrap_err().message.contains("bytes"));
+    }
+
+    #[test]
+    fn encodings_are_named_and_bad_bytes_located() {
+        let path = Path::new("x.toml");
+        let latin1 = decode(path, b"a = 1\nb = \"caf\xE9\"\n".to_vec(), "runbook").unwrap_err();
+        assert_eq!((latin1.line, latin1.column), (2, 9));
+        let utf16 = decode(path, vec![0xFF, 0xFE, b'a', 0], "runbook").unwrap_err();
+        assert!(utf16.message.contains("UTF-16"));
+        let nul = decode(path, b"a = 1\n\0".to_vec(), "runbook").unwrap_err();
+        assert_eq!((nul.line, nul.column), (2, 1));
+        assert_eq!(decode(path, b"a = 1\n".to_vec(), "runbook").unwrap(), "a = 1\n");
+    }
+}

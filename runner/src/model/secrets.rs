@@ -104,3 +104,38 @@ pub fn exposure_warnings(doc: &Document, file: &RunbookFile, defs: &[StepDef]) -
     }
     warnings
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::model::load::{Origin, load};
+
+    #[test]
+    fn secrecy_follows_extracted_outputs_downstream() {
+        let text = r#"
+[runbook]
+name = "t"
+[vars.token]
+secret = true
+[[steps]]
+id = "login"
+kind = "exec"
+inputs.argv = ["login"]
+inputs.env = { TOKEN = "${vars.token}" }
+outputs.session = { from = "stdout" }
+[[steps]]
+id = "use"
+kind = "exec"
+inputs.argv = ["use", "${steps.login.exit_code}"]
+inputs.env = { SESSION = "${steps.login.session}" }
+outputs.result = { from = "stdout" }
+[[steps]]
+id = "public"
+kind = "exec"
+inputs.argv = ["echo", "${steps.login.exit_code}"]
+"#;
+        let runbook = load(Origin::File("t.toml".into()), text.into(), &crate::registry()).unwrap();
+        assert_eq!(super::steps_with_secrets(&runbook.file, &runbook.steps), [true, true, false]);
+        // A kind's own outputs (the exit code) are not derived from the secret; nothing is in argv.
+        assert!(runbook.warnings.is_empty(), "{:?}", runbook.warnings);
+    }
+}

@@ -154,3 +154,17 @@ fn truthy(value: &Value) -> bool {
         Value::Object(o) => !o.is_empty(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_of_a_secret_list_are_named_by_position() {
+        let item = serde_json::json!("hunter2");
+        assert_eq!(item_key(&item, 3, false), "hunter2");
+        assert_eq!(item_key(&item, 3, true), "3");
+        assert_eq!(item_key(&serde_json::json!({ "name": "disk" }), 0, false), "disk");
+        assert_eq!(item_key(&serde_json::json!({ "name": "disk" }), 0, true), "0");
+    }
+}
