@@ -81,14 +81,6 @@ pub(crate) fn verify(key: &[u8], token: &str, now: i64) -> Result<Claims, TokenE
     Ok(claims)
 }
 
-/// The claims of any JWT, without checking its signature (for client assertions, whose
-/// issuer keys the sandbox does not hold).
-pub(crate) fn peek_claims(token: &str) -> Option<serde_json::Value> {
-    let payload = token.split('.').nth(1)?;
-    let bytes = URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).ok()?;
-    serde_json::from_slice(&bytes).ok()
-}
-
 /// The bearer token of a request, if its Authorization header has one.
 pub(crate) fn bearer(header: Option<&str>) -> Option<&str> {
     let value = header?;

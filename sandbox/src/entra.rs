@@ -1,5 +1,5 @@
 //! The Entra ID (Azure AD) v2.0 token endpoint: client credentials with a secret, or a
-//! client assertion (workload identity federation) matched against federated credentials.
+//! client assertion (workload identity federation, checked by [`crate::federation`]).
 
 use std::sync::Arc;
 
@@ -9,10 +9,8 @@ use serde_json::json;
 use crate::Shared;
 use crate::auth::{self, Claims, TOKEN_LIFETIME_SECS};
 use crate::latency::Operation;
-use crate::state::Kind;
+use crate::federation::{self, AadstsError};
 use crate::wire::{Reply, Req};
-
-const ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
 /// An OAuth error body the way Entra sends it.
 pub(crate) fn token_error(status: StatusCode, error: &str, aadsts: u32, text: &str) -> Reply {
@@ -104,42 +102,59 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
             "The request body must contain the following parameter: 'scope'.",
         );
     };
-    if !scope.trim_end().ends_with("/.default") {
-        return token_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_scope",
-            1002012,
-            &format!(
-                "The provided value for scope {scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI)."
-            ),
-        );
+    if let Err(refusal) = federation::check_scope(scope) {
+        return aadsts_reply(&refusal);
     }
-
-    let object_id = {
-        let state = shared.state();
-        if let Some(secret) = field("client_secret") {
+    if let Some(secret) = field("client_secret") {
+        let object_id = {
+            let state = shared.state();
             authenticate_secret(&state, client_id, secret)
-        } else if let Some(assertion) = field("client_assertion") {
-            if field("client_assertion_type") != Some(ASSERTION_TYPE) {
-                Err(token_error(StatusCode::BAD_REQUEST, "invalid_request", 50027, "Invalid client_assertion_type."))
-            } else {
-                authenticate_assertion(&state, client_id, assertion)
-            }
-        } else {
-            Err(token_error(
-                StatusCode::UNAUTHORIZED,
-                "invalid_client",
-                7000216,
-                "'client_assertion', 'client_secret' or 'request' is required for the 'client_credentials' grant type.",
-            ))
-        }
+        };
+        let object_id = match object_id {
+            Ok(id) => id,
+            Err(reply) => return reply,
+        };
+        shared.sleep(Operation::Token).await;
+        let (token, expires_in) = issue(shared, client_id, &object_id, scope);
+        return token_reply(&token, expires_in);
+    }
+    let Some(assertion) = field("client_assertion") else {
+        return token_error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+            7000216,
+            "'client_assertion', 'client_secret' or 'request' is required for the 'client_credentials' grant type.",
+        );
     };
-    let object_id = match object_id {
-        Ok(id) => id,
-        Err(reply) => return reply,
-    };
+    if field("client_assertion_type") != Some(federation::ASSERTION_TYPE) {
+        return token_error(StatusCode::BAD_REQUEST, "invalid_request", 50027, "Invalid client_assertion_type.");
+    }
+    match federation::exchange(shared, client_id, assertion, scope).await {
+        Ok(token) => token_reply(&token.access_token, token.expires_in),
+        Err(refusal) => aadsts_reply(&refusal),
+    }
+}
 
-    shared.sleep(Operation::Token).await;
+fn token_reply(token: &str, expires_in: i64) -> Reply {
+    Reply::json(
+        StatusCode::OK,
+        &json!({
+            "token_type": "Bearer",
+            "expires_in": expires_in,
+            "ext_expires_in": expires_in,
+            "access_token": token,
+        }),
+    )
+}
+
+fn aadsts_reply(refusal: &AadstsError) -> Reply {
+    token_error(refusal.status_code(), &refusal.error, refusal.code, &refusal.text)
+}
+
+/// A v1 access token for `client_id` signed in as `object_id`, for the resource of `scope`;
+/// with its lifetime in seconds.
+pub(crate) fn issue(shared: &Shared, client_id: &str, object_id: &str, scope: &str) -> (String, i64) {
+    let config = &shared.config;
     let now = jiff::Timestamp::now().as_second();
     let claims = Claims {
         aud: audience_for_scope(scope),
@@ -148,33 +163,13 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
         nbf: now,
         exp: now + TOKEN_LIFETIME_SECS,
         appid: client_id.to_string(),
-        oid: object_id.clone(),
-        sub: object_id,
+        oid: object_id.to_string(),
+        sub: object_id.to_string(),
         tid: config.tenant_id.clone(),
         idtyp: "app".into(),
         ver: "1.0".into(),
     };
-    let token = auth::mint(&shared.token_key, &claims);
-    Reply::json(
-        StatusCode::OK,
-        &json!({
-            "token_type": "Bearer",
-            "expires_in": TOKEN_LIFETIME_SECS,
-            "ext_expires_in": TOKEN_LIFETIME_SECS,
-            "access_token": token,
-        }),
-    )
-}
-
-fn unknown_client(client_id: &str, tenant: &str) -> Reply {
-    token_error(
-        StatusCode::BAD_REQUEST,
-        "unauthorized_client",
-        700016,
-        &format!(
-            "Application with identifier '{client_id}' was not found in the directory '{tenant}'. This can happen if the application has not been installed by the administrator of the tenant or consented to by any user in the tenant. You may have sent your authentication request to the wrong tenant."
-        ),
-    )
+    (auth::mint(&shared.token_key, &claims), TOKEN_LIFETIME_SECS)
 }
 
 fn invalid_secret(client_id: &str) -> Reply {
@@ -204,61 +199,6 @@ fn authenticate_secret(state: &crate::state::State, client_id: &str, secret: &st
                 Err(invalid_secret(client_id))
             }
         }
-        _ => Err(unknown_client(client_id, "sandbox")),
+        _ => Err(aadsts_reply(&AadstsError::unknown_client(client_id, "sandbox"))),
     }
-}
-
-/// Workload identity: the client id is a managed identity's clientId, and the
-/// assertion's issuer + subject must match one of its federated credentials.
-fn authenticate_assertion(state: &crate::state::State, client_id: &str, assertion: &str) -> Result<String, Reply> {
-    let Some(claims) = auth::peek_claims(assertion) else {
-        return Err(token_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_client",
-            50027,
-            "JWT token is invalid or malformed.",
-        ));
-    };
-    let iss = claims["iss"].as_str().unwrap_or_default();
-    let sub = claims["sub"].as_str().unwrap_or_default();
-    let aud = match &claims["aud"] {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Array(a) => a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(","),
-        _ => String::new(),
-    };
-    if claims["exp"].as_i64().is_some_and(|exp| exp <= jiff::Timestamp::now().as_second()) {
-        return Err(token_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_client",
-            700024,
-            "Client assertion is not within its valid time range.",
-        ));
-    }
-    let identity = state.resources.values().find(|r| {
-        r.kind == Kind::Identity
-            && r.body["properties"]["clientId"].as_str().is_some_and(|c| c.eq_ignore_ascii_case(client_id))
-    });
-    let Some(identity) = identity else {
-        return Err(unknown_client(client_id, "sandbox"));
-    };
-    let prefix = format!("{}/federatedidentitycredentials/", identity.id.to_ascii_lowercase());
-    let matched = state.resources.iter().any(|(key, fic)| {
-        key.starts_with(&prefix)
-            && fic.body["properties"]["issuer"].as_str() == Some(iss)
-            && fic.body["properties"]["subject"].as_str() == Some(sub)
-            && fic.body["properties"]["audiences"]
-                .as_array()
-                .is_some_and(|a| a.iter().any(|x| aud.split(',').any(|y| x.as_str() == Some(y))))
-    });
-    if !matched {
-        return Err(token_error(
-            StatusCode::UNAUTHORIZED,
-            "invalid_client",
-            70021,
-            &format!(
-                "No matching federated identity record found for presented assertion. Assertion Issuer: '{iss}'. Assertion Subject: '{sub}'. Assertion Audience: '{aud}'."
-            ),
-        ));
-    }
-    Ok(identity.body["properties"]["principalId"].as_str().unwrap_or_default().to_string())
 }

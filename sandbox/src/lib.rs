@@ -16,6 +16,7 @@ mod blob;
 mod config;
 mod entra;
 mod faults;
+mod federation;
 mod graph;
 mod graph_shapes;
 pub mod kube;
@@ -36,6 +37,7 @@ use tokio::task::JoinHandle;
 
 pub use config::{DEFAULT_SUBSCRIPTION_ID, DEFAULT_TENANT_ID, SandboxConfig};
 pub use faults::{Fault, FaultModel};
+pub use federation::{AadstsError, FederatedToken};
 pub use latency::{LatencyModel, Operation};
 pub use request_log::{LoggedRequest, Service};
 pub use server::{READY_PATH, STATE_PATH};
@@ -81,6 +83,8 @@ pub(crate) struct Shared {
     pub endpoints: Endpoints,
     /// Signs and checks access tokens.
     pub token_key: [u8; 32],
+    /// Reads federated issuers' OpenID documents; trusts only the sandbox CA.
+    pub issuer_client: reqwest::Client,
 }
 
 impl Shared {
@@ -168,6 +172,7 @@ impl Sandbox {
             },
         );
         let token_key: [u8; 32] = rand::random();
+        let issuer_client = federation::issuer_client(&tls.ca_pem).map_err(Error::Tls)?;
         let shared = Arc::new(Shared {
             faults: Mutex::new(FaultInjector::new(config.faults.clone())),
             config,
@@ -175,6 +180,7 @@ impl Sandbox {
             log: Mutex::new(Vec::new()),
             endpoints,
             token_key,
+            issuer_client,
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let tasks = listeners
@@ -249,6 +255,19 @@ impl Sandbox {
     /// The object id the sandbox gives a registered client (UUIDv5 of its client id).
     pub fn client_object_id(&self, client_id: &str) -> Option<String> {
         self.shared.state().clients.get(client_id).map(|c| c.object_id.clone())
+    }
+
+    /// Workload identity federation in-process, as the token endpoint does it over HTTP:
+    /// `assertion` (a JWT from an external issuer) for the managed identity whose client id is
+    /// `client_id`, for `scope` (`<resource>/.default`). The issuer's documents are read over
+    /// HTTPS like Entra reads them, so this must run on the sandbox's runtime.
+    pub async fn exchange_federated_token(
+        &self,
+        client_id: &str,
+        assertion: &str,
+        scope: &str,
+    ) -> Result<FederatedToken, AadstsError> {
+        federation::exchange(&self.shared, client_id, assertion, scope).await
     }
 
     /// Every request answered so far (Azure and Kubernetes), oldest first.

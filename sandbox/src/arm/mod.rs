@@ -2,6 +2,7 @@
 //! providers the sandbox models.
 
 mod api_versions;
+mod authorization;
 mod dns;
 pub(crate) mod errors;
 mod identities;
@@ -196,15 +197,10 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
             Method::POST => "action",
             _ => "write",
         };
-        let scope = req.path.clone();
-        return arm_error(
-            StatusCode::FORBIDDEN,
-            "AuthorizationFailed",
-            &format!(
-                "The client '{oid}' with object id '{oid}' does not have authorization to perform action '{}/{action}' over scope '{scope}' or the scope is invalid. If access was recently granted, please refresh your credentials.",
-                resource_action(&segs),
-                oid = claims.oid
-            ),
+        return authorization::authorization_failed(
+            &claims.oid,
+            &format!("{}/{action}", resource_action(&segs)),
+            &req.path,
         );
     }
 

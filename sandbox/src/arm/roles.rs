@@ -1,4 +1,5 @@
-//! Microsoft.Authorization/roleAssignments at any scope: RoleAssignmentExists for the same
+//! Microsoft.Authorization/roleAssignments at any scope: writes and deletes authorized by the
+//! caller's own assignments (`authorization`), RoleAssignmentExists for the same
 //! scope+role+principal under another name, PrincipalNotFound during replication.
 
 use std::time::Instant;
@@ -6,6 +7,7 @@ use std::time::Instant;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use super::authorization::{self, ROLE_ASSIGNMENT_DELETE, ROLE_ASSIGNMENT_WRITE};
 use super::errors::{arm_error, method_not_allowed};
 use super::{Ctx, live_rg_name};
 use crate::latency::Operation;
@@ -32,6 +34,7 @@ const KNOWN_ROLES: &[&str] = &[
     "7d8bb4e4-6fa7-4545-96cf-20fce11b705d", // HyperShift CPO custom role
     "88366f10-ed47-4cc0-9fab-c8a06148393e",
     "fc0c873f-45e9-4d0d-a7d1-585aab30c6ed",
+    "f58310d9-a9f6-439a-9e8d-f62e7b41a168", // Role Based Access Control Administrator
     "f1a07417-d97a-45cb-824c-7a7467783830", // Managed Identity Operator
     "e40ec5ca-96e0-45a2-b4ff-59039f2c2b59", // Managed Identity Contributor
 ];
@@ -41,6 +44,18 @@ fn is_guid(s: &str) -> bool {
 }
 
 pub(crate) async fn handle(ctx: &Ctx<'_>, scope: &str, name: Option<&str>) -> Reply {
+    // ARM authorizes the action on the request's scope before the provider looks at the body.
+    let guarded = match ctx.req.method {
+        Method::PUT => Some(ROLE_ASSIGNMENT_WRITE),
+        Method::DELETE => Some(ROLE_ASSIGNMENT_DELETE),
+        _ => None,
+    };
+    if let (Some(action), Some(name)) = (guarded, name) {
+        let target = format!("{scope}/providers/Microsoft.Authorization/roleAssignments/{name}");
+        if let Err(reply) = authorization::require(ctx, action, scope, &target) {
+            return reply;
+        }
+    }
     match (name, &ctx.req.method) {
         (None, &Method::GET) => list(ctx, scope),
         (Some(name), &Method::GET) => {

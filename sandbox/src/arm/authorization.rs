@@ -1,0 +1,120 @@
+//! Azure RBAC for the writes the sandbox guards: a caller may perform an action at a scope when
+//! one of its role assignments at that scope or above has a role whose `actions` match the
+//! action and whose `notActions` do not (wildcards as in role definitions, case-insensitive).
+//!
+//! Only role-assignment writes and deletes are guarded today; other writes need any valid token.
+//! The sandbox's own principal is Owner of the subscription through a standing assignment that is
+//! evaluated here but never listed, so listings show only what callers created.
+
+use http::StatusCode;
+
+use super::Ctx;
+use super::errors::arm_error;
+use crate::SANDBOX_CLIENT_OBJECT_ID;
+use crate::state::{Kind, State};
+use crate::wire::Reply;
+
+pub(crate) const OWNER: &str = "8e3af657-a8ff-443c-a75c-2fe8c4bcb635";
+pub(crate) const ROLE_ASSIGNMENT_WRITE: &str = "Microsoft.Authorization/roleAssignments/write";
+pub(crate) const ROLE_ASSIGNMENT_DELETE: &str = "Microsoft.Authorization/roleAssignments/delete";
+
+/// A built-in role's control-plane permissions (Azure built-in roles reference).
+struct RoleDefinition {
+    id: &'static str,
+    actions: &'static [&'static str],
+    not_actions: &'static [&'static str],
+}
+
+/// The built-in roles whose permissions matter to the guarded actions. A role absent here (data
+/// roles, DNS Zone / Network Contributor, the ARO operator roles, …) grants none of them.
+const ROLE_DEFINITIONS: &[RoleDefinition] = &[
+    RoleDefinition { id: OWNER, actions: &["*"], not_actions: &[] },
+    RoleDefinition {
+        id: "b24988ac-6180-42a0-ab88-20f7382dd24c", // Contributor
+        actions: &["*"],
+        not_actions: &[
+            "Microsoft.Authorization/*/Delete",
+            "Microsoft.Authorization/*/Write",
+            "Microsoft.Authorization/elevateAccess/Action",
+            "Microsoft.Blueprint/blueprintAssignments/write",
+            "Microsoft.Blueprint/blueprintAssignments/delete",
+            "Microsoft.Compute/galleries/share/action",
+            "Microsoft.Purview/consents/write",
+            "Microsoft.Purview/consents/delete",
+            "Microsoft.Resources/deploymentStacks/manageDenySetting/action",
+            "Microsoft.Subscription/cancel/action",
+            "Microsoft.Subscription/enable/action",
+        ],
+    },
+    RoleDefinition { id: "acdd72a7-3385-48ef-bd42-f606fba81ae7", actions: &["*/read"], not_actions: &[] }, // Reader
+    RoleDefinition {
+        id: "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9", // User Access Administrator
+        actions: &["*/read", "Microsoft.Authorization/*", "Microsoft.Support/*"],
+        not_actions: &[],
+    },
+    RoleDefinition {
+        id: "f58310d9-a9f6-439a-9e8d-f62e7b41a168", // Role Based Access Control Administrator
+        actions: &[ROLE_ASSIGNMENT_WRITE, ROLE_ASSIGNMENT_DELETE, "*/read", "Microsoft.Support/*"],
+        not_actions: &[],
+    },
+];
+
+/// Whether a role-definition pattern (`*` for any run of characters) matches an action.
+fn pattern_matches(pattern: &str, action: &str) -> bool {
+    let escaped = regex::escape(pattern).replace(r"\*", ".*");
+    regex::RegexBuilder::new(&format!("^{escaped}$"))
+        .case_insensitive(true)
+        .build()
+        .is_ok_and(|re| re.is_match(action))
+}
+
+fn role_permits(role_guid: &str, action: &str) -> bool {
+    ROLE_DEFINITIONS.iter().any(|def| {
+        def.id.eq_ignore_ascii_case(role_guid)
+            && def.actions.iter().any(|p| pattern_matches(p, action))
+            && !def.not_actions.iter().any(|p| pattern_matches(p, action))
+    })
+}
+
+/// `assigned` is `scope` or one of its ancestors (ARM ids are case-insensitive).
+fn covers(assigned: &str, scope: &str) -> bool {
+    let (assigned, scope) = (assigned.trim_end_matches('/').to_ascii_lowercase(), scope.to_ascii_lowercase());
+    scope == assigned || scope.starts_with(&format!("{assigned}/"))
+}
+
+/// Whether `principal` (an object id) may perform `action` at `scope`.
+pub(crate) fn is_permitted(state: &State, subscription: &str, principal: &str, action: &str, scope: &str) -> bool {
+    let standing = principal.eq_ignore_ascii_case(SANDBOX_CLIENT_OBJECT_ID)
+        && covers(&format!("/subscriptions/{subscription}"), scope)
+        && role_permits(OWNER, action);
+    standing
+        || state.resources.values().filter(|r| r.kind == Kind::RoleAssignment).any(|r| {
+            let props = &r.body["properties"];
+            props["principalId"].as_str().is_some_and(|p| p.eq_ignore_ascii_case(principal))
+                && props["scope"].as_str().is_some_and(|s| covers(s, scope))
+                && props["roleDefinitionId"]
+                    .as_str()
+                    .is_some_and(|d| role_permits(d.rsplit('/').next().unwrap_or_default(), action))
+        })
+}
+
+/// ARM's 403 for a caller without the permission; `target` is the path the action was on.
+pub(crate) fn authorization_failed(object_id: &str, action: &str, target: &str) -> Reply {
+    arm_error(
+        StatusCode::FORBIDDEN,
+        "AuthorizationFailed",
+        &format!(
+            "The client '{object_id}' with object id '{object_id}' does not have authorization to perform action '{action}' over scope '{target}' or the scope is invalid. If access was recently granted, please refresh your credentials."
+        ),
+    )
+}
+
+/// The caller may perform `action` at `scope`, or the 403 naming it and `target`.
+pub(crate) fn require(ctx: &Ctx<'_>, action: &str, scope: &str, target: &str) -> Result<(), Reply> {
+    let caller = ctx.shared.caller_object_id(ctx.req).unwrap_or_default();
+    if is_permitted(&ctx.shared.state(), &ctx.sub, &caller, action, scope) {
+        Ok(())
+    } else {
+        Err(authorization_failed(&caller, action, target))
+    }
+}
