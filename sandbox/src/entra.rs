@@ -8,8 +8,8 @@ use serde_json::json;
 
 use crate::Shared;
 use crate::auth::{self, Claims, TOKEN_LIFETIME_SECS};
-use crate::latency::Operation;
 use crate::federation::{self, AadstsError};
+use crate::latency::Operation;
 use crate::wire::{Reply, Req};
 
 /// An OAuth error body the way Entra sends it.

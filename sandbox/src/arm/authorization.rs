@@ -62,10 +62,7 @@ const ROLE_DEFINITIONS: &[RoleDefinition] = &[
 /// Whether a role-definition pattern (`*` for any run of characters) matches an action.
 fn pattern_matches(pattern: &str, action: &str) -> bool {
     let escaped = regex::escape(pattern).replace(r"\*", ".*");
-    regex::RegexBuilder::new(&format!("^{escaped}$"))
-        .case_insensitive(true)
-        .build()
-        .is_ok_and(|re| re.is_match(action))
+    regex::RegexBuilder::new(&format!("^{escaped}$")).case_insensitive(true).build().is_ok_and(|re| re.is_match(action))
 }
 
 fn role_permits(role_guid: &str, action: &str) -> bool {

@@ -33,11 +33,13 @@ pub(crate) struct Assertion {
 impl Assertion {
     pub(crate) fn parse(token: &str) -> Result<Assertion, AadstsError> {
         let mut parts = token.trim().split('.');
-        let (Some(header), Some(payload), Some(signature), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+        let (Some(header), Some(payload), Some(signature), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(AadstsError::malformed());
         };
-        let decode = |part: &str| URL_SAFE_NO_PAD.decode(part.trim_end_matches('=')).map_err(|_| AadstsError::malformed());
+        let decode =
+            |part: &str| URL_SAFE_NO_PAD.decode(part.trim_end_matches('=')).map_err(|_| AadstsError::malformed());
         let head: Header = serde_json::from_slice(&decode(header)?).map_err(|_| AadstsError::malformed())?;
         let claims: Value = serde_json::from_slice(&decode(payload)?).map_err(|_| AadstsError::malformed())?;
         let text = |name: &str| claims[name].as_str().unwrap_or_default().to_string();

@@ -26,7 +26,8 @@ impl std::fmt::Display for AadstsError {
 
 impl std::error::Error for AadstsError {}
 
-const FEDERATION_DOCS: &str = "https://docs.microsoft.com/en-us/azure/active-directory/develop/workload-identity-federation";
+const FEDERATION_DOCS: &str =
+    "https://docs.microsoft.com/en-us/azure/active-directory/develop/workload-identity-federation";
 
 impl AadstsError {
     fn new(status: StatusCode, error: &str, code: u32, text: String) -> AadstsError {

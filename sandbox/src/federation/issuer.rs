@@ -31,8 +31,8 @@ pub(crate) fn client(ca_pem: &str) -> Result<reqwest::Client, String> {
 
 fn is_loopback_https(url: &reqwest::Url) -> bool {
     let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
-    let loopback = host.eq_ignore_ascii_case("localhost")
-        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    let loopback =
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
     url.scheme() == "https" && loopback
 }
 

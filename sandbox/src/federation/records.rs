@@ -46,7 +46,9 @@ pub(crate) fn match_credential(
         return Err(AadstsError::subject_mismatch(&assertion.sub));
     }
     let audience_matches = same_subject.iter().any(|c| {
-        c["audiences"].as_array().is_some_and(|list| list.iter().any(|a| assertion.aud.iter().any(|x| a.as_str() == Some(x))))
+        c["audiences"]
+            .as_array()
+            .is_some_and(|list| list.iter().any(|a| assertion.aud.iter().any(|x| a.as_str() == Some(x))))
     });
     if !audience_matches {
         return Err(AadstsError::audience_mismatch(&assertion.audience_text()));

@@ -16,7 +16,10 @@ fn public_key(jwk: &Value) -> Option<RsaPublicKey> {
         return None;
     }
     let component = |name: &str| {
-        jwk[name].as_str().and_then(|v| URL_SAFE_NO_PAD.decode(v.trim_end_matches('=')).ok()).map(|b| BigUint::from_bytes_be(&b))
+        jwk[name]
+            .as_str()
+            .and_then(|v| URL_SAFE_NO_PAD.decode(v.trim_end_matches('=')).ok())
+            .map(|b| BigUint::from_bytes_be(&b))
     };
     RsaPublicKey::new(component("n")?, component("e")?).ok()
 }
