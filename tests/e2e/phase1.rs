@@ -321,3 +321,80 @@ fn the_ccoctl_alternative_rehearses_end_to_end_with_the_stand_in() {
         .unwrap();
     assert_eq!(ran, 2, "both ccoctl commands ran");
 }
+
+/// What Phase 3's `--assign-service-principal-roles` does with azure-credentials.json: sign in as
+/// the cluster-operations principal and assign a workload identity a role. Azure refuses that to
+/// Contributor alone (the sandbox's role_authorization tests); Phase 1 grants enough.
+#[test]
+fn the_cluster_operations_principal_can_assign_the_workload_identities_roles() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    let vars = env.write(
+        "phase1.vars.toml",
+        &format!(
+            "prefix = \"rbac\"\noidc_storage_account = \"rbacoidc\"\nca_file = \"{}\"\n",
+            sandbox.dir.join("sandbox-ca.pem").display()
+        ),
+    );
+    let out = env
+        .command(&["run", "phase1-workload-identity", "--vars", vars.to_str().unwrap()])
+        .envs(&sandbox.settings)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let credentials: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path().join("azure-credentials.json")).unwrap()).unwrap();
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(sandbox.dir.join("sandbox-ca.pem")).unwrap()).unwrap();
+    let client = reqwest::blocking::Client::builder().add_root_certificate(ca).build().unwrap();
+    let token: Value = client
+        .post(format!(
+            "{}{}/oauth2/v2.0/token",
+            sandbox.settings["RUNBOOK_AUTHORITY_HOST"],
+            credentials["tenantId"].as_str().unwrap()
+        ))
+        .form(&[
+            ("client_id", credentials["clientId"].as_str().unwrap()),
+            ("client_secret", credentials["clientSecret"].as_str().unwrap()),
+            ("grant_type", "client_credentials"),
+            ("scope", "https://management.azure.com/.default"),
+        ])
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let token = token["access_token"].as_str().expect("the cluster-operations principal signs in").to_string();
+    let subscription = format!("/subscriptions/{}", credentials["subscriptionId"].as_str().unwrap());
+    let arm = |path: &str| {
+        format!("{}{}{path}", sandbox.settings["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/'), subscription)
+    };
+    let identity: Value = client
+        .get(arm("/resourceGroups/os4-common/providers/Microsoft.ManagedIdentity/userAssignedIdentities/rbac-hc-ingress?api-version=2023-01-31"))
+        .bearer_auth(&token)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let principal = identity["properties"]["principalId"].as_str().expect("the ingress identity").to_string();
+    // The ingress identity's role on the DNS zone's resource group, as hypershift assigns it.
+    let assignment = arm(
+        "/resourceGroups/os4-common/providers/Microsoft.Authorization/roleAssignments/0d4a5e32-7c1b-5c4f-9d7e-3a2b1c0d9e8f?api-version=2022-04-01",
+    );
+    let body = serde_json::json!({"properties": {
+        "roleDefinitionId": format!("{subscription}/providers/Microsoft.Authorization/roleDefinitions/0336e1d3-7a87-462b-b6db-342b63f7802c"),
+        "principalId": principal,
+    }});
+    // A young identity may still be replicating (PrincipalNotFound), as in Azure.
+    let mut status = 0;
+    for _ in 0..100 {
+        let resp = client.put(&assignment).bearer_auth(&token).json(&body).send().unwrap();
+        status = resp.status().as_u16();
+        let answer: Value = resp.json().unwrap_or(Value::Null);
+        if answer["error"]["code"] != "PrincipalNotFound" {
+            assert_eq!(status, 201, "{answer:#}");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(status, 201, "the role assignment never replicated");
+}
