@@ -172,8 +172,10 @@ fn kill_9_at_ten_moments_then_resume_reaches_the_same_state_without_duplicates()
         command.envs(&sandbox.settings).stdout(Stdio::null()).stderr(Stdio::piped());
         command
     };
-    // Ten kills at spread, deterministic moments: early (identities), middle (OIDC, credentials), late (gates).
-    for delay_ms in [150u64, 900, 400, 1300, 250, 700, 1100, 500, 1600, 350] {
+    // Ten kills at spread moments measured in the run's own progress (steps finished since the
+    // invocation started), not in wall-clock time: on a slow or loaded machine a fixed delay can
+    // land before anything is journaled, every time.
+    for new_steps in [1usize, 4, 2, 6, 1, 3, 5, 2, 7, 3] {
         // Until a run is journaled there is nothing to resume: start it (again).
         let has_run = env.run(&["status"]).code == 0;
         let args: Vec<&str> = if !has_run {
@@ -181,9 +183,9 @@ fn kill_9_at_ten_moments_then_resume_reaches_the_same_state_without_duplicates()
         } else {
             vec!["resume", "--rerun-interrupted"]
         };
+        let before = finished_steps(&env.journal());
         let mut child = command(&args).spawn().expect("runbook starts");
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let finished = child.try_wait().unwrap().is_some();
+        let finished = wait_for_progress(&mut child, &env.journal(), before + new_steps);
         let _ = child.kill();
         let _ = child.wait();
         if finished && env.run(&["status", "--output", "json"]).last_json()["status"] == "succeeded" {
@@ -217,6 +219,31 @@ fn kill_9_at_ten_moments_then_resume_reaches_the_same_state_without_duplicates()
     assert_eq!(state["applications"].as_array().unwrap().len(), 2, "External DNS and cluster operations");
     let verify = env.run(&["audit", "--verify"]);
     assert_eq!(verify.code, 0, "{}", verify.all());
+}
+
+/// `step_finished` events in the journal so far (none while it does not exist yet).
+fn finished_steps(journal: &Path) -> usize {
+    let Ok(db) = rusqlite::Connection::open_with_flags(journal, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY) else {
+        return 0;
+    };
+    db.query_row("SELECT count(*) FROM events WHERE kind = 'step_finished'", [], |row| row.get::<_, i64>(0))
+        .map(|n| n as usize)
+        .unwrap_or(0)
+}
+
+/// Waits until the journal holds `target` finished steps or the child exits; true if it exited.
+fn wait_for_progress(child: &mut Child, journal: &Path, target: usize) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return true;
+        }
+        if finished_steps(journal) >= target {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("the run made no progress for 300 s");
 }
 
 #[test]
