@@ -7,6 +7,7 @@ pub mod engine;
 pub mod model;
 pub mod plan;
 pub mod report;
+#[cfg(feature = "sandbox")]
 pub mod standin;
 pub mod who;
 

@@ -13,4 +13,5 @@ mod resume;
 mod retries;
 mod schema;
 mod secrets;
+mod standin_fence;
 mod support;

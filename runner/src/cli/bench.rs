@@ -206,6 +206,7 @@ fn tempdir_in(dir: Option<&Path>) -> CliResult<tempfile::TempDir> {
 
 /// Phase N on the sandbox under the (scaled) latency model, twice: as planned, and one step at a
 /// time as the bash procedure runs it.
+#[cfg(feature = "sandbox")]
 pub async fn phase(env: &Env, number: u8, dir: PathBuf, options: crate::cli::sandbox::SandboxOptions) -> CliResult {
     use crate::cli::rehearse::{Rehearsal, phases};
     let quiet = Env {

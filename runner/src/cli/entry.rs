@@ -7,6 +7,7 @@ use clap::Parser;
 use crate::cli::{self, Cli, OutputFormat};
 
 pub fn main() -> ! {
+    #[cfg(feature = "sandbox")]
     crate::standin::dispatch_by_name();
     let cli = Cli::parse();
     let json = cli.global.output == OutputFormat::Json;

@@ -8,8 +8,10 @@ pub mod entry;
 mod env;
 pub mod exit;
 mod inspect;
+#[cfg(feature = "sandbox")]
 mod rehearse;
 mod run;
+#[cfg(feature = "sandbox")]
 mod sandbox;
 
 use std::path::PathBuf;
@@ -177,6 +179,7 @@ pub enum Command {
     Schema,
     /// Print shell completions
     Completions { shell: clap_complete::Shell },
+    #[cfg(feature = "sandbox")]
     /// Run the phases end to end against the built-in sandbox (no Azure account needed)
     Rehearse {
         /// Only this phase (default: every phase that can be rehearsed)
@@ -194,6 +197,7 @@ pub enum Command {
         #[command(flatten)]
         sandbox: SandboxArgs,
     },
+    #[cfg(feature = "sandbox")]
     /// The built-in sandbox (a local Azure on loopback)
     Sandbox {
         #[command(subcommand)]
@@ -206,6 +210,7 @@ pub enum Command {
     },
 }
 
+#[cfg(feature = "sandbox")]
 #[derive(Args, Debug, Clone)]
 pub struct SandboxArgs {
     /// Multiply the latency model taken from real Azure recordings (1.0 = real time)
@@ -221,6 +226,7 @@ pub struct SandboxArgs {
     pub taken_storage_account: Vec<String>,
 }
 
+#[cfg(feature = "sandbox")]
 impl SandboxArgs {
     fn options(&self) -> sandbox::SandboxOptions {
         sandbox::SandboxOptions {
@@ -232,6 +238,7 @@ impl SandboxArgs {
     }
 }
 
+#[cfg(feature = "sandbox")]
 #[derive(Subcommand, Debug)]
 pub enum SandboxWhat {
     /// Serve the sandbox until Ctrl-C; writes DIR/sandbox.env with the settings to `source`
@@ -245,6 +252,7 @@ pub enum SandboxWhat {
 
 #[derive(Subcommand, Debug)]
 pub enum BenchWhat {
+    #[cfg(feature = "sandbox")]
     /// A phase on the sandbox under the latency model: wall time against its critical path and
     /// against the same plan run one step at a time
     Phase {
@@ -306,13 +314,16 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Approve { run, gate, comment } => approve::approve(&env, &run, &gate, comment),
         Command::Audit { since, format, verify } => audit::audit(&env, since.as_deref(), format, verify),
         Command::Bench { what: BenchWhat::Engine { steps, dir } } => bench::engine(&env, steps, dir).await,
+        #[cfg(feature = "sandbox")]
         Command::Bench { what: BenchWhat::Phase { phase, dir, sandbox } } => {
             bench::phase(&env, phase, dir, sandbox.options()).await
         }
+        #[cfg(feature = "sandbox")]
         Command::Rehearse { phase, dir, check_idempotent, oidc_tool, sandbox } => {
             rehearse::rehearse(&env, phase, dir, cli.global.journal, sandbox.options(), check_idempotent, &oidc_tool)
                 .await
         }
+        #[cfg(feature = "sandbox")]
         Command::Sandbox { what: SandboxWhat::Up { dir, sandbox } } => sandbox::up(&env, sandbox.options(), dir).await,
     }
 }

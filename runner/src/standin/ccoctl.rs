@@ -55,6 +55,11 @@ enum AzureCommand {
 
 pub fn main() -> i32 {
     let cli = Cli::parse();
+    // Before anything is read, written or sent: this stand-in acts on the sandbox only.
+    if let Err(refusal) = super::fence::sandbox_settings("ccoctl") {
+        eprintln!("Error: {refusal}");
+        return 1;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime starts");
     let Provider::Azure { command } = cli.provider;
     let result = runtime.block_on(async {
@@ -186,6 +191,7 @@ async fn create_oidc_issuer(issuer: &Issuer) -> Result<(), String> {
     )
     .await?;
     let endpoint = account["blob_endpoint"].as_str().ok_or("the storage account has no blob endpoint")?;
+    super::fence::require_loopback("ccoctl", "the storage account's blob endpoint", endpoint)?;
     let issuer_url = format!("{endpoint}{}", issuer.container);
     let documents = step(
         &Oidc,

@@ -24,4 +24,4 @@ pub mod session;
 pub mod settings;
 pub mod transport;
 
-pub use settings::{AzureSettings, AzureTarget, CredentialChoice, SettingsSource};
+pub use settings::{AzureSettings, AzureTarget, CredentialChoice, SettingsSource, is_loopback_url};

@@ -266,9 +266,13 @@ impl AzureSettings {
     }
 }
 
-/// Whether `url` names this machine (`localhost`, 127.0.0.0/8, ::1): the only place the
-/// sandbox credential, and the stand-ins, may send anything.
-pub fn is_loopback(url: Option<&Url>) -> bool {
+/// Whether the URL `text` names this machine (`localhost`, 127.0.0.0/8, ::1): the only place
+/// the sandbox credential, and the stand-ins, may send anything.
+pub fn is_loopback_url(text: &str) -> bool {
+    is_loopback(Url::parse(text).ok().as_ref())
+}
+
+fn is_loopback(url: Option<&Url>) -> bool {
     url.and_then(|u| u.host_str()).is_some_and(|h| {
         h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) || h == "[::1]"
     })
