@@ -61,6 +61,11 @@ pub enum Error {
     #[error("journal is corrupt: {0}")]
     Corrupt(String),
 
+    /// An event whose hash holds but whose data this build cannot read: written by another
+    /// build, or by something other than runbook.
+    #[error("journal `{}`: event {seq} ({kind}) cannot be read: {message}", path.display())]
+    Unreadable { path: PathBuf, seq: i64, kind: String, message: String },
+
     /// The writer thread is gone (it panicked or the journal was torn down), or a group commit
     /// this request was part of failed for a reason that cannot be handed to every caller.
     #[error("journal writer for `{}` failed: {message}", path.display())]
@@ -102,6 +107,9 @@ impl Error {
             Error::Tampered { path, problems } => Error::Tampered { path: path.clone(), problems: problems.clone() },
             Error::Unseal(m) => Error::Unseal(m.clone()),
             Error::Corrupt(m) => Error::Corrupt(m.clone()),
+            Error::Unreadable { path, seq, kind, message } => {
+                Error::Unreadable { path: path.clone(), seq: *seq, kind: kind.clone(), message: message.clone() }
+            }
             Error::Writer { path, message } => Error::Writer { path: path.clone(), message: message.clone() },
         }
     }

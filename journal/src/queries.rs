@@ -5,6 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Params, Row, params};
 
 use crate::clock::format_ts;
 use crate::error::Error;
+use crate::event::EventData;
 use crate::journal::Journal;
 use crate::records::{Event, RunRecord};
 
@@ -134,14 +135,19 @@ fn collect<T>(
 }
 
 pub(crate) fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Event> {
+    let seq: i64 = row.get(0)?;
+    let kind: String = row.get(3)?;
+    let data: String = row.get(6)?;
+    let data = EventData::decode(&kind, &data).map_err(|message| {
+        rusqlite::Error::FromSqlConversionFailure(6, Type::Text, format!("event {seq} ({kind}): {message}").into())
+    })?;
     Ok(Event {
-        seq: row.get(0)?,
+        seq,
         ts: row.get(1)?,
         run_id: row.get(2)?,
-        kind: row.get(3)?,
         step: row.get(4)?,
         attempt: row.get(5)?,
-        data: json_column(row, 6)?,
+        data,
         prev: row.get(7)?,
         hash: row.get(8)?,
     })

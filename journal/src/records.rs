@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::event::EventData;
+
 /// Who holds the run lock; written into `<journal>.lock` so a refused runner can say who to ask.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Holder {
@@ -56,6 +58,7 @@ pub struct NewRun {
 
 /// A run as stored; also the exact `data` of its `run_created` event.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct RunRecord {
     pub id: String,
     pub runbook: String,
@@ -65,19 +68,19 @@ pub struct RunRecord {
     pub who: serde_json::Value,
 }
 
-/// An event to append; `seq`, `ts`, `prev` and `hash` are assigned by the writer.
+/// An event to append; `seq`, `ts`, `prev` and `hash` are assigned by the writer, the kind
+/// comes from `data`.
 #[derive(Clone, Debug)]
 pub struct NewEvent {
     pub run_id: String,
-    pub kind: String,
     pub step: Option<String>,
     pub attempt: Option<u32>,
-    pub data: serde_json::Value,
+    pub data: EventData,
 }
 
 impl NewEvent {
-    pub fn new(run_id: impl Into<String>, kind: impl Into<String>, data: serde_json::Value) -> Self {
-        NewEvent { run_id: run_id.into(), kind: kind.into(), step: None, attempt: None, data }
+    pub fn new(run_id: impl Into<String>, data: EventData) -> Self {
+        NewEvent { run_id: run_id.into(), step: None, attempt: None, data }
     }
 
     pub fn with_step(mut self, step: impl Into<String>, attempt: Option<u32>) -> Self {
@@ -93,12 +96,17 @@ pub struct Event {
     pub seq: i64,
     pub ts: String,
     pub run_id: String,
-    pub kind: String,
     pub step: Option<String>,
     pub attempt: Option<u32>,
-    pub data: serde_json::Value,
+    pub data: EventData,
     pub prev: String,
     pub hash: String,
+}
+
+impl Event {
+    pub fn kind(&self) -> &'static str {
+        self.data.kind()
+    }
 }
 
 /// The outcome of [`crate::Journal::verify`]; an empty `problems` means the journal is intact.
@@ -133,6 +141,3 @@ impl std::fmt::Display for VerifyProblem {
         f.write_str(&self.message)
     }
 }
-
-/// The kind of the event that `create_run` writes alongside the runs row.
-pub const RUN_CREATED: &str = "run_created";

@@ -9,14 +9,17 @@ use rusqlite::Connection;
 use crate::anchor::{self, Tail};
 use crate::chain::ChainFields;
 use crate::error::{Error, is_corrupt_file};
+use crate::event::{EventData, RUN_CREATED};
 use crate::journal::Journal;
 use crate::keys::Keys;
 use crate::queries::run_from_row;
-use crate::records::{RUN_CREATED, RunRecord, VerifyProblem, VerifyReport};
+use crate::records::{RunRecord, VerifyProblem, VerifyReport};
 
-/// One stored event as read during a verified scan, before its data is decoded.
+/// One stored event as read during a verified scan, before its data is decoded (a reader
+/// decodes only the kinds it needs).
 #[derive(Debug)]
 pub struct StoredRow<'a> {
+    journal: &'a Path,
     pub seq: i64,
     pub ts: &'a str,
     pub run_id: &'a str,
@@ -24,6 +27,18 @@ pub struct StoredRow<'a> {
     pub step: Option<&'a str>,
     pub attempt: Option<i64>,
     pub data: &'a str,
+}
+
+impl StoredRow<'_> {
+    /// The event's fields; an event this build cannot read is an error, never a default.
+    pub fn decode(&self) -> Result<EventData, Error> {
+        EventData::decode(self.kind, self.data).map_err(|message| Error::Unreadable {
+            path: self.journal.to_path_buf(),
+            seq: self.seq,
+            kind: self.kind.to_string(),
+            message,
+        })
+    }
 }
 
 impl Journal {
@@ -90,7 +105,7 @@ fn check(
     for line in page_problems {
         problems.push(VerifyProblem { seq: None, run_id: None, message: format!("damaged database file: {line}") });
     }
-    let outcome = check_rows(conn, keys, &mut problems, visit);
+    let outcome = check_rows(conn, keys, path, &mut problems, visit);
     match outcome {
         Ok(counts) => Ok(VerifyReport { events_checked: counts.0, runs_checked: counts.1, problems }),
         // A damaged file may fail the read itself; what quick_check found says why.
@@ -121,6 +136,7 @@ impl From<rusqlite::Error> for RowsError {
 fn check_rows(
     conn: &Connection,
     keys: &Keys,
+    path: &Path,
     problems: &mut Vec<VerifyProblem>,
     visit: &mut dyn FnMut(&StoredRow<'_>) -> Result<(), Error>,
 ) -> Result<(i64, i64), RowsError> {
@@ -173,8 +189,16 @@ fn check_rows(
         if recomputed != hash {
             problem(Some(seq), Some(&run_id), "hash does not match the event's content (altered?)".to_string());
         } else {
-            let row =
-                StoredRow { seq, ts: &ts, run_id: &run_id, kind: &kind, step: step.as_deref(), attempt, data: &data };
+            let row = StoredRow {
+                journal: path,
+                seq,
+                ts: &ts,
+                run_id: &run_id,
+                kind: &kind,
+                step: step.as_deref(),
+                attempt,
+                data: &data,
+            };
             visit(&row).map_err(RowsError::Visit)?;
         }
 

@@ -14,8 +14,9 @@ use crate::anchor::{self, Tail};
 use crate::chain::ChainFields;
 use crate::clock::now_rfc3339;
 use crate::error::Error;
+use crate::event::{EventData, RUN_CREATED};
 use crate::keys::Keys;
-use crate::records::{NewEvent, NewRun, RUN_CREATED, RunRecord, VerifyProblem};
+use crate::records::{NewEvent, NewRun, RunRecord, VerifyProblem};
 
 /// Upper bound on requests folded into one transaction, so one commit's latency stays bounded
 /// even under a flood.
@@ -218,11 +219,18 @@ fn write_job(conn: &Connection, keys: &Keys, path: &Path, tail: &mut Tail, job: 
         Job::Append(events) => events
             .iter()
             .map(|event| {
-                let data = to_json(&event.data)?;
+                if let EventData::RunCreated(_) = event.data {
+                    return Err(Error::Writer {
+                        path: path.to_path_buf(),
+                        message: "a run_created event is written by create_run, with its runs row".into(),
+                    });
+                }
+                let data =
+                    event.data.encode().map_err(|e| Error::Corrupt(format!("event cannot be serialized: {e}")))?;
                 let unsaved = UnsavedEvent {
                     ts: &now_rfc3339(),
                     run_id: &event.run_id,
-                    kind: &event.kind,
+                    kind: event.data.kind(),
                     step: event.step.as_deref(),
                     attempt: event.attempt.map(i64::from),
                     data: &data,
@@ -337,7 +345,8 @@ mod tests {
     }
 
     fn event(run_id: &str) -> NewEvent {
-        NewEvent::new(run_id, "k", json!({}))
+        let data = crate::event::GateWaiting { prompt: "k".into(), persona: None };
+        NewEvent::new(run_id, EventData::GateWaiting(data))
     }
 
     #[test]

@@ -38,11 +38,11 @@ fn events_of_kind_are_limited_to_the_runbook() {
         ])
         .unwrap();
 
-    let events = t.journal.events_of_kind_for_runbook("phase1", "step_succeeded").unwrap();
+    let events = t.journal.events_of_kind_for_runbook("phase1", "step_finished").unwrap();
     let got: Vec<_> = events.iter().map(|e| (e.run_id.as_str(), e.step.as_deref().unwrap())).collect();
-    assert_eq!(got, [("p1-a", "rg"), ("p1-b", "identity")]);
+    assert_eq!(got, [("p1-a", "rg"), ("p1-a", "identity"), ("p1-b", "identity")]);
     assert!(events.windows(2).all(|w| w[0].seq < w[1].seq));
-    assert!(t.journal.events_of_kind_for_runbook("phase3", "step_succeeded").unwrap().is_empty());
+    assert!(t.journal.events_of_kind_for_runbook("phase3", "step_finished").unwrap().is_empty());
 }
 
 #[test]

@@ -135,9 +135,9 @@ fn runs_rows_match_their_run_created_events() {
     let t = populated();
     let run = t.journal.run("r1").unwrap().unwrap();
     let created = &t.journal.events_for_run("r1").unwrap()[0];
-    assert_eq!(created.kind, runbook_journal::RUN_CREATED);
+    assert_eq!(created.kind(), runbook_journal::RUN_CREATED);
     assert_eq!(created.ts, run.created_at);
-    assert_eq!(created.data, serde_json::to_value(&run).unwrap());
+    assert_eq!(created.data, runbook_journal::EventData::RunCreated(run));
 }
 
 fn messages(t: &TestJournal) -> Vec<String> {
@@ -238,8 +238,10 @@ fn a_damaged_page_is_detected() {
     t.journal.create_run(&new_run("r1", "phase1")).unwrap();
     let filler = "x".repeat(1500);
     for i in 0..200 {
-        let event = runbook_journal::NewEvent::new("r1", "step_started", json!({ "filler": filler }))
-            .with_step(format!("s{i}"), Some(1));
+        let mut event = step_event("r1", "step_started", &format!("s{i}"));
+        if let runbook_journal::EventData::StepStarted(started) = &mut event.data {
+            started.inputs = json!({ "filler": filler });
+        }
         t.journal.append(&[event]).unwrap();
     }
     let path = t.path();

@@ -96,3 +96,32 @@ inputs.retry_exit_codes = [75]
     assert_eq!(env.log("log").len(), 3, "the first attempt and the budget's two retries");
     assert!(run.stderr.contains("retry budget is used up"), "{}", run.stderr);
 }
+
+#[test]
+fn a_retry_says_why_it_runs_again() {
+    let env = TestEnv::new();
+    let runbook = env.write(
+        "again.toml",
+        r#"
+[runbook]
+name = "again"
+[[steps]]
+id = "flaky"
+kind = "exec"
+retry = { attempts = 3, backoff = "10ms" }
+inputs.argv = ["{stepper}", "fail", "75"]
+inputs.retry_exit_codes = [75]
+"#,
+    );
+    let run = env.run(&["run", runbook.to_str().unwrap()]);
+    assert_eq!(run.code, 3, "{}", run.all());
+    let reasons: Vec<String> =
+        env.step_events("step_started", "flaky").iter().map(|d| d["reason"].as_str().unwrap().to_string()).collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert_eq!(reasons[0], "it has not run before");
+    for (n, reason) in reasons.iter().enumerate().skip(1) {
+        assert!(reason.starts_with(&format!("attempt {n} failed (")), "{reason}");
+        assert!(reason.ends_with(&format!("try {} of 3", n + 1)), "{reason}");
+    }
+    assert!(!run.stderr.contains("(attempt 2): it has not run before"), "{}", run.stderr);
+}

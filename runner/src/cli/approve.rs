@@ -1,6 +1,6 @@
 //! A persona signs off a manual gate; the next `resume` passes it.
 
-use runbook_journal::NewEvent;
+use runbook_journal::{EventData, GateApproved, NewEvent};
 use serde_json::json;
 
 use crate::cli::Env;
@@ -42,13 +42,13 @@ pub fn approve(env: &Env, run: &str, gate: &str, comment: Option<String>) -> Cli
         at: crate::who::now(),
         comment,
     };
-    journal.append(&[NewEvent {
-        run_id: record.id.clone(),
-        kind: "gate_approved".into(),
-        step: Some(gate.to_string()),
-        attempt: None,
-        data: serde_json::to_value(&approval).expect("serializes"),
-    }])?;
+    let approved = GateApproved {
+        by: approval.by.clone(),
+        persona: approval.persona.clone(),
+        at: approval.at.clone(),
+        comment: approval.comment.clone(),
+    };
+    journal.append(&[NewEvent::new(record.id.clone(), EventData::GateApproved(approved)).with_step(gate, None)])?;
     env.print(
         &format!("approved {gate} of run {}; continue with `runbook resume {}`\n", record.id, record.id),
         json!({ "run": record.id, "gate": gate, "approval": approval }),

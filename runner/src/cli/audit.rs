@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use runbook_journal::Event;
+use runbook_journal::{Event, EventData};
 use serde_json::{Value, json};
 
 use crate::cli::exit::{CliError, CliResult, Exit};
@@ -21,30 +21,27 @@ struct Row {
 }
 
 fn detail(event: &Event) -> String {
-    let d = &event.data;
-    let text = match event.kind.as_str() {
-        "step_started" => d["reason"].as_str().unwrap_or("").to_string(),
-        "step_finished" => {
-            let mut s = d["status"].as_str().unwrap_or("").to_string();
-            if let Some(code) = d["error"]["code"].as_str() {
+    let text = match &event.data {
+        EventData::StepStarted(d) => d.reason.clone(),
+        EventData::StepFinished(d) => {
+            let mut s = d.status.as_str().to_string();
+            if let Some(code) = d.error.as_ref().and_then(|e| e["code"].as_str()) {
                 s.push_str(&format!(" {code}"));
             }
-            if let Some(message) = d["error"]["message"].as_str() {
+            if let Some(message) = d.error.as_ref().and_then(|e| e["message"].as_str()) {
                 s.push_str(&format!(": {message}"));
             }
-            if d["will_retry"] == true {
+            if d.will_retry {
                 s.push_str(" (will retry)");
             }
             s
         }
-        "step_skipped" => d["reason"].as_str().unwrap_or("").to_string(),
-        "run_started" => {
-            format!("{} digest {}", d["mode"].as_str().unwrap_or(""), d["runbook_digest"].as_str().unwrap_or(""))
-        }
-        "run_finished" => d["status"].as_str().unwrap_or("").to_string(),
-        "gate_approved" => format!("approved by {}", d["by"].as_str().unwrap_or("?")),
-        "gate_waiting" => d["prompt"].as_str().unwrap_or("").to_string(),
-        _ => String::new(),
+        EventData::StepSkipped(d) => d.reason.clone(),
+        EventData::RunStarted(d) => format!("{} digest {}", d.mode, d.runbook_digest),
+        EventData::RunFinished(d) => d.status.clone(),
+        EventData::GateApproved(d) => format!("approved by {}", d.by),
+        EventData::GateWaiting(d) => d.prompt.clone(),
+        EventData::RunCreated(_) => String::new(),
     };
     text.replace(['\n', '|'], " ")
 }
@@ -115,7 +112,7 @@ pub fn audit(env: &Env, since: Option<&str>, format: AuditFormat, verify: bool) 
             run: event.run_id.clone(),
             runbook,
             who,
-            event: event.kind.clone(),
+            event: event.kind().to_string(),
             step: event.step.clone().unwrap_or_default(),
             attempt: event.attempt.map(|a| a.to_string()).unwrap_or_default(),
             detail: detail(&event),

@@ -126,6 +126,10 @@ impl From<runbook_journal::Error> for CliError {
                 message: e.to_string(),
                 hint: "nothing was read from it or appended to it; `runbook audit --verify` lists every problem".into(),
             },
+            e @ runbook_journal::Error::Unreadable { .. } => CliError::Journal {
+                message: e.to_string(),
+                hint: "the event was written by a different build of runbook, or not by runbook; nothing was decided from it".into(),
+            },
             e @ runbook_journal::Error::KeyMismatch { .. } => CliError::Journal {
                 message: e.to_string(),
                 hint: "restore the key file that was created with this journal; nothing was changed".into(),

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use runbook_journal::{Journal, RunRecord};
+use runbook_journal::{EventData, Journal, RunRecord, StepStatus};
 use serde_json::{Value, json};
 
 use crate::cli::Env;
@@ -23,30 +23,30 @@ pub fn step_states(journal: &Journal, run_id: &str) -> CliResult<(BTreeMap<Strin
     let mut states: BTreeMap<String, Value> = BTreeMap::new();
     let mut finished = None;
     for event in journal.events_for_run(run_id)? {
-        match (event.kind.as_str(), &event.step) {
-            ("step_started", Some(step)) => {
+        match (&event.data, &event.step) {
+            (EventData::StepStarted(_), Some(step)) => {
                 states.insert(step.clone(), json!({ "state": "running", "attempt": event.attempt, "since": event.ts }));
             }
-            ("step_finished", Some(step)) => {
+            (EventData::StepFinished(d), Some(step)) => {
                 states.insert(
                     step.clone(),
                     json!({
-                        "state": event.data["status"], "attempt": event.attempt, "at": event.ts,
-                        "outputs": event.data.get("outputs"), "error": event.data.get("error"),
+                        "state": d.status.as_str(), "attempt": event.attempt, "at": event.ts,
+                        "outputs": d.outputs, "error": d.error,
                     }),
                 );
             }
-            ("step_skipped", Some(step)) => {
-                states.insert(step.clone(), json!({ "state": "reused", "from_run": event.data["from_run"], "outputs": event.data.get("outputs") }));
+            (EventData::StepSkipped(d), Some(step)) => {
+                states.insert(step.clone(), json!({ "state": "reused", "from_run": d.from_run, "outputs": d.outputs }));
             }
-            ("gate_waiting", Some(step)) => {
-                states.insert(step.clone(), json!({ "state": "awaiting_approval", "prompt": event.data["prompt"] }));
+            (EventData::GateWaiting(d), Some(step)) => {
+                states.insert(step.clone(), json!({ "state": "awaiting_approval", "prompt": d.prompt }));
             }
-            ("gate_approved", Some(step)) => {
-                states.insert(step.clone(), json!({ "state": "approved", "by": event.data["by"] }));
+            (EventData::GateApproved(d), Some(step)) => {
+                states.insert(step.clone(), json!({ "state": "approved", "by": d.by }));
             }
-            ("run_started", _) => finished = None,
-            ("run_finished", _) => finished = Some(event.data.clone()),
+            (EventData::RunStarted(_), _) => finished = None,
+            (EventData::RunFinished(d), _) => finished = Some(serde_json::to_value(d).expect("serializes")),
             _ => {}
         }
     }
@@ -130,10 +130,11 @@ pub fn get(env: &Env, key: &str, run: Option<&str>) -> CliResult {
         let (states, _) = step_states(&journal, &record.id)?;
         found = states.get(head).and_then(|s| s["outputs"].get(output)).cloned();
     } else {
-        for event in journal.events_of_kind_for_runbook(head, "step_finished")?.into_iter().rev() {
-            if event.data["kind"] == "checkpoint"
-                && event.data["status"] == "succeeded"
-                && let Some(v) = event.data["outputs"].get(output)
+        for event in journal.events_of_kind_for_runbook(head, runbook_journal::STEP_FINISHED)?.into_iter().rev() {
+            if let EventData::StepFinished(d) = &event.data
+                && d.kind == "checkpoint"
+                && d.status == StepStatus::Succeeded
+                && let Some(v) = d.outputs.as_ref().and_then(|o| o.get(output))
             {
                 found = Some(v.clone());
                 break;

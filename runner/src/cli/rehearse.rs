@@ -86,7 +86,13 @@ impl Rehearsal {
         let finished = record
             .as_ref()
             .and_then(|r| journal.events_for_run(&r.id).ok())
-            .and_then(|events| events.iter().rev().find(|e| e.kind == "run_finished").map(|e| e.data.clone()))
+            .and_then(|events| {
+                events
+                    .iter()
+                    .rev()
+                    .find(|e| e.kind() == runbook_journal::RUN_FINISHED)
+                    .and_then(|e| serde_json::to_value(&e.data).ok())
+            })
             .unwrap_or(Value::Null);
         let summary = json!({ "runbook": runbook, "run_id": record.map(|r| r.id), "status": finished["status"] });
         Ok((exit, summary, finished))

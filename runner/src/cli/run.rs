@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use runbook_journal::{Journal, NewEvent, NewRun};
+use runbook_journal::{EventData, Journal, NewEvent, NewRun, RunStarted};
 use runbook_steps::AzureTarget;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -16,7 +16,7 @@ use crate::engine::events::{EngineEvent, RunStatus};
 use crate::engine::{self, RunContext};
 use crate::model::vars::{self, VarInputs, VarValues};
 use crate::model::{Origin, Runbook};
-use crate::plan::{self, Plan, Prior, RequiredValues, Scope};
+use crate::plan::{self, Decision, Plan, Prior, RequiredValues, Scope};
 use crate::report::reporter_for;
 use crate::who;
 
@@ -258,32 +258,12 @@ fn predict(
                         instance.item.as_ref().map(|(_, v)| v),
                         &outputs_spec,
                     );
-                    let forced = rerun.contains(&instance.id) || rerun.contains(def.id());
-                    match prior.done.get(&instance.id) {
-                        Some(done)
-                            if done.digest == digest && !forced && !prior.interrupted.contains_key(&instance.id) =>
-                        {
+                    match plan::decide(prior, rerun, &instance.id, def.id(), &digest, &per_input) {
+                        Decision::Reuse(done) => {
                             outputs.insert(i, done.outputs.clone());
                             ("done", format!("done in run {} with the same inputs", done.run_id))
                         }
-                        _ if forced => ("run", "--rerun asks for it".into()),
-                        Some(done) if done.digest != digest => {
-                            let changed: Vec<&str> = per_input
-                                .iter()
-                                .filter(|(k, v)| done.input_digests.get(*k) != Some(*v))
-                                .map(|(k, _)| k.as_str())
-                                .collect();
-                            ("run", format!("inputs changed since run {}: {}", done.run_id, changed.join(", ")))
-                        }
-                        _ => match (prior.interrupted.get(&instance.id), prior.failed.get(&instance.id)) {
-                            (Some(a), _) => {
-                                ("run", format!("attempt {} in run {} was interrupted", a.attempt, a.run_id))
-                            }
-                            (None, Some(a)) => {
-                                ("run", format!("attempt {} in run {} failed: {}", a.attempt, a.run_id, a.message))
-                            }
-                            (None, None) => ("run", "it has not run before".into()),
-                        },
+                        Decision::Run(reason) => ("run", reason),
                     }
                 }
             };
@@ -477,13 +457,15 @@ async fn execute(
     record_vars: Value,
 ) -> CliResult {
     writer
-        .append(vec![NewEvent {
-            run_id: run_id.clone(),
-            kind: "run_started".into(),
-            step: None,
-            attempt: None,
-            data: json!({ "mode": mode, "who": who::who(prepared.runbook.file.runbook.persona.as_deref()), "runbook_digest": prepared.runbook.digest, "setup": record_vars }),
-        }])
+        .append(vec![NewEvent::new(
+            run_id.clone(),
+            EventData::RunStarted(RunStarted {
+                mode: mode.to_string(),
+                who: who::who(prepared.runbook.file.runbook.persona.as_deref()),
+                runbook_digest: prepared.runbook.digest.clone(),
+                setup: record_vars,
+            }),
+        )])
         .await
         .map_err(CliError::from)?;
 

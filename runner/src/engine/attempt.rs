@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use runbook_journal::{Journal, JournalWriter, NewEvent};
+use runbook_journal::{
+    EventData, Journal, JournalWriter, NewEvent, StepFinished, StepStarted, StepStatus as JournaledStatus,
+};
 use runbook_steps::{ErrorClass, StepContext, StepError};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
@@ -53,23 +55,21 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
     let retry = &job.def.retry;
     let mut attempt = job.first_attempt;
     let mut tries = 0u32;
+    // Why this attempt runs: the plan's decision for the first, the failure before for a retry.
+    let mut reason = job.reason.clone();
     loop {
         tries += 1;
-        let started_event = NewEvent {
-            run_id: shared.run_id.clone(),
-            kind: "step_started".into(),
-            step: Some(job.instance.clone()),
-            attempt: Some(attempt),
-            data: json!({
-                "kind": job.def.spec.kind,
-                "reason": job.reason,
-                "digest": job.digest,
-                "input_digests": job.input_digests,
-                "inputs": job.redacted_inputs,
-                "idempotent": job.def.idempotent,
-                "started_at": jiff::Timestamp::now().to_string(),
-            }),
+        let started = StepStarted {
+            kind: job.def.spec.kind.clone(),
+            reason: reason.clone(),
+            digest: job.digest.clone(),
+            input_digests: job.input_digests.clone(),
+            inputs: job.redacted_inputs.clone(),
+            idempotent: job.def.idempotent,
+            started_at: jiff::Timestamp::now().to_string(),
         };
+        let started_event = NewEvent::new(shared.run_id.clone(), EventData::StepStarted(started))
+            .with_step(job.instance.clone(), Some(attempt));
         // The intent to run must be durable before a step that is unsafe to repeat takes effect,
         // so a crash leaves "interrupted" in the journal. An idempotent step is simply run again
         // after a crash, so its start is committed together with its end: one commit, not two.
@@ -80,7 +80,7 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
         let _ = shared.events.send(EngineEvent::StepStarted {
             step: job.instance.clone(),
             attempt,
-            reason: job.reason.clone(),
+            reason: reason.clone(),
         });
 
         let started = Instant::now();
@@ -119,15 +119,18 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                             &job,
                             &shared,
                             attempt,
-                            json!({
-                                "kind": job.def.spec.kind,
-                                "status": "succeeded",
-                                "digest": job.digest,
-                                "input_digests": job.input_digests,
-                                "outputs": journaled,
-                                "evidence": redactor.value(&outcome.evidence),
-                                "duration_ms": millis(elapsed),
-                            }),
+                            StepFinished {
+                                kind: job.def.spec.kind.clone(),
+                                status: JournaledStatus::Succeeded,
+                                digest: Some(job.digest.clone()),
+                                input_digests: Some(job.input_digests.clone()),
+                                outputs: Some(journaled),
+                                evidence: Some(redactor.value(&outcome.evidence)),
+                                error: None,
+                                will_retry: false,
+                                retry_in_ms: None,
+                                duration_ms: millis(elapsed),
+                            },
                         ),
                     ))
                     .await?;
@@ -171,16 +174,18 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                             &job,
                             &shared,
                             attempt,
-                            json!({
-                                "kind": job.def.spec.kind,
-                                "status": status_name(status),
-                                "digest": job.digest,
-                                "input_digests": job.input_digests,
-                                "error": error,
-                                "will_retry": will_retry,
-                                "retry_in_ms": delay.filter(|_| will_retry).map(millis),
-                                "duration_ms": millis(elapsed),
-                            }),
+                            StepFinished {
+                                kind: job.def.spec.kind.clone(),
+                                status: journaled_status(status),
+                                digest: Some(job.digest.clone()),
+                                input_digests: Some(job.input_digests.clone()),
+                                outputs: None,
+                                evidence: None,
+                                error: Some(serde_json::to_value(&error).expect("step errors serialize")),
+                                will_retry,
+                                retry_in_ms: delay.filter(|_| will_retry).map(millis),
+                                duration_ms: millis(elapsed),
+                            },
                         ),
                     ))
                     .await?;
@@ -196,6 +201,7 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                         _ = tokio::time::sleep(delay) => {}
                         _ = shared.hard_cancel.cancelled() => {}
                     }
+                    reason = retry_reason(attempt, &error, tries + 1, retry.attempts);
                     attempt += 1;
                     continue;
                 }
@@ -213,13 +219,24 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
     }
 }
 
-fn finished_event(job: &Job, shared: &Shared, attempt: u32, data: Value) -> NewEvent {
-    NewEvent {
-        run_id: shared.run_id.clone(),
-        kind: "step_finished".into(),
-        step: Some(job.instance.clone()),
-        attempt: Some(attempt),
-        data,
+fn finished_event(job: &Job, shared: &Shared, attempt: u32, finished: StepFinished) -> NewEvent {
+    NewEvent::new(shared.run_id.clone(), EventData::StepFinished(finished))
+        .with_step(job.instance.clone(), Some(attempt))
+}
+
+/// "attempt 1 failed (Throttled); try 2 of 5".
+fn retry_reason(failed: u32, error: &StepError, next_try: u32, max_tries: u32) -> String {
+    let what = error.code.as_deref().unwrap_or("no error code");
+    format!("attempt {failed} failed ({what}); try {next_try} of {max_tries}")
+}
+
+fn journaled_status(status: StepStatus) -> JournaledStatus {
+    match status {
+        StepStatus::Succeeded => JournaledStatus::Succeeded,
+        StepStatus::Failed => JournaledStatus::Failed,
+        StepStatus::GateFailed => JournaledStatus::GateFailed,
+        StepStatus::TimedOut => JournaledStatus::TimedOut,
+        StepStatus::Cancelled => JournaledStatus::Cancelled,
     }
 }
 

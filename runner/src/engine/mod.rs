@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 use std::time::Instant;
 
-use runbook_journal::{Journal, JournalWriter, NewEvent};
+use runbook_journal::{
+    EventData, GateWaiting, Journal, JournalWriter, NewEvent, RunFinished, StepFinished, StepSkipped,
+};
 use runbook_steps::{Approval, ErrorClass, StepContext, TemplateSource};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
@@ -25,7 +27,7 @@ use redact::Redactor;
 
 use crate::model::Runbook;
 use crate::model::vars::VarValues;
-use crate::plan::{Plan, Prior, RequiredValues, Scope};
+use crate::plan::{self, Decision, Plan, Prior, RequiredValues, Scope};
 
 pub struct RunContext {
     pub journal: Arc<Journal>,
@@ -62,55 +64,6 @@ enum State {
     Done,
     Failed(StepStatus),
     Waiting,
-}
-
-/// Why an instance must run, or None when its journaled result can be reused.
-fn run_reason(
-    ctx: &RunContext,
-    instance: &str,
-    step: &str,
-    digest: &str,
-    input_digests: &Map<String, Value>,
-) -> Option<String> {
-    if ctx.rerun.contains(instance) || ctx.rerun.contains(step) {
-        return Some("the operator asked to run it again (--rerun)".into());
-    }
-    if let Some(interrupted) = ctx.prior.interrupted.get(instance) {
-        return Some(format!(
-            "attempt {} in run {} was interrupted before it finished{}",
-            interrupted.attempt,
-            interrupted.run_id,
-            changed_inputs(&interrupted.input_digests, input_digests)
-        ));
-    }
-    if let Some(failed) = ctx.prior.failed.get(instance) {
-        return Some(format!(
-            "attempt {} in run {} failed: {}{}",
-            failed.attempt,
-            failed.run_id,
-            failed.message,
-            changed_inputs(&failed.input_digests, input_digests)
-        ));
-    }
-    match ctx.prior.done.get(instance) {
-        None => Some("it has not run before".into()),
-        Some(done) if done.digest == digest => None,
-        Some(done) => Some(match changed_inputs(&done.input_digests, input_digests) {
-            changed if changed.is_empty() => format!("its definition changed since run {}", done.run_id),
-            changed => format!("since run {}{changed}", done.run_id),
-        }),
-    }
-}
-
-/// "; inputs changed: argv, env" — or nothing when no input changed.
-fn changed_inputs(before: &Map<String, Value>, now: &Map<String, Value>) -> String {
-    if before.is_empty() {
-        return String::new();
-    }
-    let mut changed: Vec<&str> =
-        now.iter().filter(|(k, v)| before.get(*k) != Some(*v)).map(|(k, _)| k.as_str()).collect();
-    changed.extend(before.keys().filter(|k| !now.contains_key(*k)).map(String::as_str));
-    if changed.is_empty() { String::new() } else { format!("; inputs changed: {}", changed.join(", ")) }
 }
 
 /// Keyed digests of the resolved inputs: the whole (decides reuse) and per top-level input
@@ -267,40 +220,40 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                 instance.item.as_ref().map(|(_, v)| v),
                 &outputs_spec,
             );
-            let reason = run_reason(&ctx, &instance.id, def.id(), &digest, &input_digests);
-            let Some(reason) = reason else {
-                let done = &ctx.prior.done[&instance.id];
-                let secret_outputs = secret_output_names(def, resolved.secret, &done.outputs, &redactor);
-                for name in &secret_outputs {
-                    redactor.add_value(&done.outputs[name]);
-                    tainted.insert((i, name.clone()));
+            let decision = plan::decide(&ctx.prior, &ctx.rerun, &instance.id, def.id(), &digest, &input_digests);
+            let reason = match decision {
+                Decision::Run(reason) => reason,
+                Decision::Reuse(done) => {
+                    let secret_outputs = secret_output_names(def, resolved.secret, &done.outputs, &redactor);
+                    for name in &secret_outputs {
+                        redactor.add_value(&done.outputs[name]);
+                        tainted.insert((i, name.clone()));
+                    }
+                    outputs.insert(i, done.outputs.clone());
+                    counts.reused += 1;
+                    // Journaled even when done earlier in this same run, so the journal says why
+                    // every step of every invocation ran or did not.
+                    let reason = if done.run_id == ctx.run_id {
+                        "done earlier in this run with the same inputs".to_string()
+                    } else {
+                        format!("done in run {} with the same inputs", done.run_id)
+                    };
+                    let skipped = StepSkipped {
+                        kind: def.spec.kind.clone(),
+                        reason: reason.clone(),
+                        from_run: done.run_id.clone(),
+                        digest,
+                        input_digests,
+                        outputs: seal_outputs(&ctx.journal, &done.outputs, &secret_outputs),
+                    };
+                    pending_skips.push(
+                        NewEvent::new(ctx.run_id.clone(), EventData::StepSkipped(skipped))
+                            .with_step(instance.id.clone(), None),
+                    );
+                    let _ = ctx.events.send(EngineEvent::StepSkipped { step: instance.id.clone(), reason });
+                    complete(i, &mut state, &mut waiting_deps, &mut ready);
+                    continue;
                 }
-                outputs.insert(i, done.outputs.clone());
-                counts.reused += 1;
-                // Journaled even when done earlier in this same run, so the journal says why
-                // every step of every invocation ran or did not.
-                let reason = if done.run_id == ctx.run_id {
-                    "done earlier in this run with the same inputs".to_string()
-                } else {
-                    format!("done in run {} with the same inputs", done.run_id)
-                };
-                pending_skips.push(NewEvent {
-                    run_id: ctx.run_id.clone(),
-                    kind: "step_skipped".into(),
-                    step: Some(instance.id.clone()),
-                    attempt: None,
-                    data: json!({
-                        "kind": def.spec.kind,
-                        "reason": reason,
-                        "from_run": done.run_id,
-                        "digest": digest,
-                        "input_digests": input_digests,
-                        "outputs": seal_outputs(&ctx.journal, &done.outputs, &secret_outputs),
-                    }),
-                });
-                let _ = ctx.events.send(EngineEvent::StepSkipped { step: instance.id.clone(), reason });
-                complete(i, &mut state, &mut waiting_deps, &mut ready);
-                continue;
             };
 
             let approval = ctx.approvals.get(&instance.id).cloned();
@@ -308,13 +261,14 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                 state[i] = State::Waiting;
                 counts.waiting += 1;
                 let prompt = resolved.value["approval"]["prompt"].as_str().unwrap_or("approval needed").to_string();
-                pending_skips.push(NewEvent {
-                    run_id: ctx.run_id.clone(),
-                    kind: "gate_waiting".into(),
-                    step: Some(instance.id.clone()),
-                    attempt: None,
-                    data: json!({ "prompt": redactor.text(&prompt), "persona": resolved.value["approval"]["persona"] }),
-                });
+                let waiting = GateWaiting {
+                    prompt: redactor.text(&prompt),
+                    persona: resolved.value["approval"]["persona"].as_str().map(String::from),
+                };
+                pending_skips.push(
+                    NewEvent::new(ctx.run_id.clone(), EventData::GateWaiting(waiting))
+                        .with_step(instance.id.clone(), None),
+                );
                 let _ = ctx.events.send(EngineEvent::GateWaiting {
                     step: instance.id.clone(),
                     prompt: redactor.text(&prompt),
@@ -454,16 +408,16 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     let critical = critical_path(&plan, &dependents, &took);
     let busy: std::time::Duration = took.iter().sum();
     ctx.writer
-        .append(vec![NewEvent {
-            run_id: ctx.run_id.clone(),
-            kind: "run_finished".into(),
-            step: None,
-            attempt: None,
-            data: json!({
-                "status": status.as_str(), "counts": counts, "duration_ms": millis(duration),
-                "critical_path_ms": millis(critical), "step_time_ms": millis(busy),
+        .append(vec![NewEvent::new(
+            ctx.run_id.clone(),
+            EventData::RunFinished(RunFinished {
+                status: status.as_str().to_string(),
+                counts: serde_json::to_value(counts).expect("counts serialize"),
+                duration_ms: millis(duration),
+                critical_path_ms: millis(critical),
+                step_time_ms: millis(busy),
             }),
-        }])
+        )])
         .await?;
     let _ = ctx.events.send(EngineEvent::RunFinished {
         run_id: ctx.run_id.clone(),
@@ -521,13 +475,24 @@ async fn fail_unrunnable(
     let error = runbook_steps::StepError::permanent(message).with_code("UnresolvedInput");
     shared
         .writer
-        .append(vec![NewEvent {
-            run_id: ctx.run_id.clone(),
-            kind: "step_finished".into(),
-            step: Some(instance.id.clone()),
-            attempt: Some(0),
-            data: json!({ "status": "failed", "error": error }),
-        }])
+        .append(vec![
+            NewEvent::new(
+                ctx.run_id.clone(),
+                EventData::StepFinished(StepFinished {
+                    kind: ctx.runbook.steps[instance.step].spec.kind.clone(),
+                    status: runbook_journal::StepStatus::Failed,
+                    digest: None,
+                    input_digests: None,
+                    outputs: None,
+                    evidence: None,
+                    error: Some(serde_json::to_value(&error).expect("step errors serialize")),
+                    will_retry: false,
+                    retry_in_ms: None,
+                    duration_ms: 0,
+                }),
+            )
+            .with_step(instance.id.clone(), Some(0)),
+        ])
         .await?;
     let _ = ctx.events.send(EngineEvent::StepFinished {
         step: instance.id.clone(),
@@ -542,8 +507,14 @@ async fn fail_unrunnable(
 
 pub fn approvals_from(events: &[runbook_journal::Event]) -> HashMap<String, Approval> {
     let mut out = HashMap::new();
-    for event in events.iter().filter(|e| e.kind == "gate_approved") {
-        if let (Some(step), Ok(approval)) = (&event.step, serde_json::from_value::<Approval>(event.data.clone())) {
+    for event in events {
+        if let (Some(step), EventData::GateApproved(approved)) = (&event.step, &event.data) {
+            let approval = Approval {
+                by: approved.by.clone(),
+                persona: approved.persona.clone(),
+                at: approved.at.clone(),
+                comment: approved.comment.clone(),
+            };
             out.insert(step.clone(), approval);
         }
     }

@@ -1,10 +1,12 @@
 //! From a validated runbook and resolved values to the concrete step instances of one run:
 //! for_each expanded, `when` decided, dependencies between instances, and what is already done.
 
+mod decide;
 mod expand;
 mod prior;
 mod scope;
 
+pub use decide::{Decision, decide};
 pub use expand::{Instance, Plan, expand, item_key};
 pub use prior::{Done, Prior, RequiredValues, load_prior, load_required};
 pub use scope::{Resolved, Scope};

@@ -1,9 +1,9 @@
 //! What earlier attempts left in the journal: which instances are done (and with which inputs
 //! and outputs), which failed last, which were interrupted mid-flight.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use runbook_journal::Journal;
+use runbook_journal::{EventData, Journal, RUN_CREATED, STEP_FINISHED, STEP_SKIPPED, STEP_STARTED, StepStatus};
 use serde_json::{Map, Value};
 
 use crate::model::Runbook;
@@ -38,65 +38,91 @@ pub struct Prior {
     pub attempts_in_run: HashMap<String, u32>,
 }
 
-/// Reads the journal's history of `runbook`. With `only_run`, history from other runs is ignored
-/// (a `--fresh` run still resumes itself).
+/// Reads the journal's history of `runbook`, in one verified pass over the journal: if it does
+/// not verify, nothing read is used ([`runbook_journal::Error::Tampered`]). With `only_run`,
+/// history from other runs is ignored (a `--fresh` run still resumes itself).
 pub fn load_prior(
     journal: &Journal,
     runbook: &str,
     current_run: Option<&str>,
     only_run: bool,
 ) -> anyhow::Result<Prior> {
-    let mut events = Vec::new();
-    for kind in ["step_started", "step_finished", "step_skipped"] {
-        events.extend(journal.events_of_kind_for_runbook(runbook, kind)?);
-    }
-    events.sort_by_key(|e| e.seq);
+    let mut runs: HashSet<String> = HashSet::new();
     let mut prior = Prior::default();
     let mut pending: HashMap<(String, String, u32), Attempt> = HashMap::new();
-    for event in events {
-        if only_run && Some(event.run_id.as_str()) != current_run {
-            continue;
+    journal.read_verified(|row| {
+        if row.kind == RUN_CREATED {
+            // A run's creation precedes its events in the chain.
+            if let EventData::RunCreated(run) = row.decode()?
+                && run.runbook == runbook
+            {
+                runs.insert(run.id);
+            }
+            return Ok(());
         }
-        let Some(instance) = event.step.clone() else { continue };
-        let attempt = event.attempt.unwrap_or(0);
-        if Some(event.run_id.as_str()) == current_run {
+        if !matches!(row.kind, STEP_STARTED | STEP_FINISHED | STEP_SKIPPED)
+            || (only_run && Some(row.run_id) != current_run)
+            || !runs.contains(row.run_id)
+        {
+            return Ok(());
+        }
+        let Some(instance) = row.step.map(str::to_string) else { return Ok(()) };
+        let attempt = u32::try_from(row.attempt.unwrap_or(0)).unwrap_or(0);
+        let run_id = row.run_id.to_string();
+        if Some(row.run_id) == current_run {
             let slot = prior.attempts_in_run.entry(instance.clone()).or_default();
             *slot = (*slot).max(attempt);
         }
-        match event.kind.as_str() {
-            "step_started" => {
-                pending.insert(
-                    (event.run_id.clone(), instance.clone(), attempt),
-                    Attempt {
-                        run_id: event.run_id.clone(),
-                        attempt,
-                        message: String::new(),
-                        input_digests: digests_of(&event.data),
-                    },
-                );
+        match row.decode()? {
+            EventData::StepStarted(started) => {
+                let attempt = Attempt {
+                    run_id: run_id.clone(),
+                    attempt,
+                    message: String::new(),
+                    input_digests: started.input_digests,
+                };
+                pending.insert((run_id, instance.clone(), attempt.attempt), attempt);
                 prior.interrupted.remove(&instance);
             }
-            "step_finished" => {
-                pending.remove(&(event.run_id.clone(), instance.clone(), attempt));
-                if event.data["status"] == "succeeded" {
+            EventData::StepFinished(finished) => {
+                pending.remove(&(run_id.clone(), instance.clone(), attempt));
+                let input_digests = finished.input_digests.unwrap_or_default();
+                if finished.status == StepStatus::Succeeded {
                     prior.failed.remove(&instance);
-                    prior.done.insert(instance, done_from(&event.run_id, journal, &event.data));
+                    let done = Done {
+                        run_id,
+                        digest: finished.digest.unwrap_or_default(),
+                        input_digests,
+                        outputs: unseal_outputs(journal, finished.outputs.as_ref()),
+                        kind: finished.kind,
+                    };
+                    prior.done.insert(instance, done);
                 } else {
-                    let message = event.data["error"]["message"].as_str().unwrap_or("failed").to_string();
+                    let message = finished
+                        .error
+                        .as_ref()
+                        .and_then(|e| e["message"].as_str())
+                        .unwrap_or(finished.status.as_str())
+                        .to_string();
                     prior.done.remove(&instance);
-                    let input_digests = digests_of(&event.data);
-                    prior
-                        .failed
-                        .insert(instance, Attempt { run_id: event.run_id.clone(), attempt, message, input_digests });
+                    prior.failed.insert(instance, Attempt { run_id, attempt, message, input_digests });
                 }
             }
-            "step_skipped" if event.data.get("digest").is_some() => {
+            EventData::StepSkipped(skipped) => {
                 prior.failed.remove(&instance);
-                prior.done.insert(instance, done_from(&event.run_id, journal, &event.data));
+                let done = Done {
+                    run_id: skipped.from_run,
+                    digest: skipped.digest,
+                    input_digests: skipped.input_digests,
+                    outputs: unseal_outputs(journal, Some(&skipped.outputs)),
+                    kind: skipped.kind,
+                };
+                prior.done.insert(instance, done);
             }
             _ => {}
         }
-    }
+        Ok(())
+    })?;
     for ((_, instance, _), attempt) in pending {
         if !prior.done.contains_key(&instance) || prior.done[&instance].run_id != attempt.run_id {
             let newer = prior
@@ -111,23 +137,9 @@ pub fn load_prior(
     Ok(prior)
 }
 
-fn digests_of(data: &Value) -> Map<String, Value> {
-    data.get("input_digests").and_then(Value::as_object).cloned().unwrap_or_default()
-}
-
-fn done_from(run_id: &str, journal: &Journal, data: &Value) -> Done {
-    Done {
-        run_id: data.get("from_run").and_then(Value::as_str).unwrap_or(run_id).to_string(),
-        digest: data["digest"].as_str().unwrap_or_default().to_string(),
-        input_digests: data.get("input_digests").and_then(Value::as_object).cloned().unwrap_or_default(),
-        outputs: unseal_outputs(journal, data.get("outputs")),
-        kind: data["kind"].as_str().unwrap_or_default().to_string(),
-    }
-}
-
 /// Secret outputs are journaled as `{"$sealed": "…"}`; opened here so a resume can use them.
-pub fn unseal_outputs(journal: &Journal, outputs: Option<&Value>) -> Map<String, Value> {
-    let Some(Value::Object(map)) = outputs else { return Map::new() };
+pub fn unseal_outputs(journal: &Journal, outputs: Option<&Map<String, Value>>) -> Map<String, Value> {
+    let Some(map) = outputs else { return Map::new() };
     map.iter()
         .map(|(k, v)| {
             let value = match v.get("$sealed").and_then(Value::as_str) {

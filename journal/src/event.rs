@@ -1,0 +1,248 @@
+//! Every kind of journal event and its fields: the one definition writers and readers share.
+//!
+//! An event is stored as its kind (a column) and its fields as JSON (`data`). Reading is strict:
+//! an unknown kind, an unknown field or a missing field is an error, never a silent default,
+//! because a decision made from a misread event (reuse a step, skip one) acts on a subscription.
+//! Optional values are written as `null` and must be present all the same.
+//!
+//! Versions: the kind name is the version of its fields. A change old readers could not read
+//! gets a new kind name (`step_finished_v2`), and readers keep accepting the old one for the
+//! journals that hold it.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+use crate::records::RunRecord;
+
+/// The fields of an event, by kind.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum EventData {
+    /// Written by [`crate::Journal::create_run`] alongside the runs row, which must equal it.
+    RunCreated(RunRecord),
+    RunStarted(RunStarted),
+    StepStarted(StepStarted),
+    StepFinished(StepFinished),
+    StepSkipped(StepSkipped),
+    GateWaiting(GateWaiting),
+    GateApproved(GateApproved),
+    RunFinished(RunFinished),
+}
+
+pub const RUN_CREATED: &str = "run_created";
+pub const RUN_STARTED: &str = "run_started";
+pub const STEP_STARTED: &str = "step_started";
+pub const STEP_FINISHED: &str = "step_finished";
+pub const STEP_SKIPPED: &str = "step_skipped";
+pub const GATE_WAITING: &str = "gate_waiting";
+pub const GATE_APPROVED: &str = "gate_approved";
+pub const RUN_FINISHED: &str = "run_finished";
+
+impl EventData {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventData::RunCreated(_) => RUN_CREATED,
+            EventData::RunStarted(_) => RUN_STARTED,
+            EventData::StepStarted(_) => STEP_STARTED,
+            EventData::StepFinished(_) => STEP_FINISHED,
+            EventData::StepSkipped(_) => STEP_SKIPPED,
+            EventData::GateWaiting(_) => GATE_WAITING,
+            EventData::GateApproved(_) => GATE_APPROVED,
+            EventData::RunFinished(_) => RUN_FINISHED,
+        }
+    }
+
+    /// Reads the stored `data` of an event of `kind`.
+    pub fn decode(kind: &str, data: &str) -> Result<EventData, String> {
+        fn parse<T: DeserializeOwned>(data: &str) -> Result<T, String> {
+            serde_json::from_str(data).map_err(|e| e.to_string())
+        }
+        Ok(match kind {
+            RUN_CREATED => EventData::RunCreated(parse(data)?),
+            RUN_STARTED => EventData::RunStarted(parse(data)?),
+            STEP_STARTED => EventData::StepStarted(parse(data)?),
+            STEP_FINISHED => EventData::StepFinished(parse(data)?),
+            STEP_SKIPPED => EventData::StepSkipped(parse(data)?),
+            GATE_WAITING => EventData::GateWaiting(parse(data)?),
+            GATE_APPROVED => EventData::GateApproved(parse(data)?),
+            RUN_FINISHED => EventData::RunFinished(parse(data)?),
+            other => return Err(format!("unknown event kind `{other}` (written by a newer build?)")),
+        })
+    }
+
+    pub(crate) fn encode(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(self)
+    }
+}
+
+/// A `runbook run` or `resume` began (or went on with) a run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RunStarted {
+    /// `run` or `resume`.
+    pub mode: String,
+    pub who: Value,
+    pub runbook_digest: String,
+    /// Where the runbook and its values came from, to resume it later.
+    pub setup: Value,
+}
+
+/// An attempt of a step instance began. For a step unsafe to repeat it is committed before the
+/// step acts, so a crash leaves it without a `step_finished`: interrupted.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StepStarted {
+    /// The step's kind (`exec`, `arm`, …).
+    pub kind: String,
+    /// Why it runs: the decision made from earlier attempts.
+    pub reason: String,
+    pub digest: String,
+    pub input_digests: Map<String, Value>,
+    /// The resolved inputs, secrets redacted.
+    pub inputs: Value,
+    pub idempotent: bool,
+    pub started_at: String,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Succeeded,
+    Failed,
+    GateFailed,
+    TimedOut,
+    Cancelled,
+}
+
+impl StepStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StepStatus::Succeeded => "succeeded",
+            StepStatus::Failed => "failed",
+            StepStatus::GateFailed => "gate_failed",
+            StepStatus::TimedOut => "timed_out",
+            StepStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// An attempt ended.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StepFinished {
+    pub kind: String,
+    pub status: StepStatus,
+    /// None when the inputs could not even be resolved.
+    #[serde(deserialize_with = "present")]
+    pub digest: Option<String>,
+    #[serde(deserialize_with = "present")]
+    pub input_digests: Option<Map<String, Value>>,
+    /// On success: the outputs, secret ones as `{"$sealed": …}`.
+    #[serde(deserialize_with = "present")]
+    pub outputs: Option<Map<String, Value>>,
+    #[serde(deserialize_with = "present")]
+    pub evidence: Option<Value>,
+    /// On failure: the step error (class, code, message, request ids, hint).
+    #[serde(deserialize_with = "present")]
+    pub error: Option<Value>,
+    pub will_retry: bool,
+    #[serde(deserialize_with = "present")]
+    pub retry_in_ms: Option<u64>,
+    pub duration_ms: u64,
+}
+
+/// An instance was not run because an earlier attempt with the same inputs succeeded.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StepSkipped {
+    pub kind: String,
+    pub reason: String,
+    /// The run whose attempt is reused.
+    pub from_run: String,
+    pub digest: String,
+    pub input_digests: Map<String, Value>,
+    pub outputs: Map<String, Value>,
+}
+
+/// A manual gate waits for `runbook approve`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GateWaiting {
+    pub prompt: String,
+    #[serde(deserialize_with = "present")]
+    pub persona: Option<String>,
+}
+
+/// A persona signed off a manual gate.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GateApproved {
+    pub by: String,
+    #[serde(deserialize_with = "present")]
+    pub persona: Option<String>,
+    pub at: String,
+    #[serde(deserialize_with = "present")]
+    pub comment: Option<String>,
+}
+
+/// The runner stopped working on the run (done, failed, waiting or cancelled).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RunFinished {
+    pub status: String,
+    pub counts: Value,
+    pub duration_ms: u64,
+    pub critical_path_ms: u64,
+    pub step_time_ms: u64,
+}
+
+/// An optional value that must still be written (as `null`): with `deserialize_with`, serde
+/// reports a missing field instead of quietly taking `None`.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(deserializer: D) -> Result<Option<T>, D::Error> {
+    Option::<T>::deserialize(deserializer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn finished() -> StepFinished {
+        StepFinished {
+            kind: "exec".into(),
+            status: StepStatus::Succeeded,
+            digest: Some("d".into()),
+            input_digests: Some(Map::new()),
+            outputs: Some(Map::new()),
+            evidence: None,
+            error: None,
+            will_retry: false,
+            retry_in_ms: None,
+            duration_ms: 3,
+        }
+    }
+
+    #[test]
+    fn every_kind_reads_back_what_was_written() {
+        let data = EventData::StepFinished(finished());
+        let text = data.encode().unwrap();
+        assert_eq!(EventData::decode(data.kind(), &text).unwrap(), data);
+    }
+
+    #[test]
+    fn unknown_and_missing_fields_and_kinds_are_errors() {
+        let mut value = serde_json::to_value(finished()).unwrap();
+        value["extra"] = json!(1);
+        let err = EventData::decode(STEP_FINISHED, &value.to_string()).unwrap_err();
+        assert!(err.contains("unknown field `extra`"), "{err}");
+
+        let mut value = serde_json::to_value(finished()).unwrap();
+        value.as_object_mut().unwrap().remove("error");
+        let err = EventData::decode(STEP_FINISHED, &value.to_string()).unwrap_err();
+        assert!(err.contains("missing field `error`"), "{err}");
+
+        let err = EventData::decode("step_exploded", "{}").unwrap_err();
+        assert!(err.contains("unknown event kind `step_exploded`"), "{err}");
+    }
+}
