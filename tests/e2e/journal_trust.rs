@@ -152,3 +152,25 @@ fn a_damaged_page_stops_resume_before_it_appends() {
 
     every_reader_refuses(&env, &runbook, "damaged database file");
 }
+
+#[test]
+fn plan_and_run_give_the_same_decision_and_reason() {
+    let env = TestEnv::new();
+    let runbook = failed_run(&env);
+    let done = env.run(&["resume"]);
+    assert_eq!(done.code, 0, "{}", done.all());
+    // Change `make`'s inputs: both commands must say it runs again, and why, in the same words.
+    std::fs::write(&runbook, std::fs::read_to_string(&runbook).unwrap().replace("id-1234", "id-5678")).unwrap();
+    let plan = env.run(&["plan", &runbook, "--output", "json"]);
+    assert_eq!(plan.code, 0, "{}", plan.all());
+    let steps = plan.last_json()["steps"].as_array().unwrap().clone();
+    let make = steps.iter().find(|s| s["step"] == "make").unwrap();
+    assert_eq!(make["action"], "run");
+    let planned = make["reason"].as_str().unwrap().to_string();
+    assert!(planned.contains("inputs changed: argv"), "{planned}");
+
+    let run = env.run(&["run", &runbook]);
+    assert_eq!(run.code, 0, "{}", run.all());
+    let started = env.step_events("step_started", "make");
+    assert_eq!(started.last().unwrap()["reason"], planned.as_str());
+}
