@@ -7,6 +7,7 @@ mod concurrency;
 mod interrupt;
 mod invalid_inputs;
 mod journal_trust;
+mod kubectl;
 mod phase1;
 mod rehearsal_safety;
 mod resume;

@@ -630,6 +630,14 @@ pub fn delete(
     Ok(new)
 }
 
+/// Removes an object whatever its finalizers say: the namespace controller ending a
+/// namespace once it is empty.
+pub fn purge(store: &mut Store, res: &ResourceDef, namespace: Option<&str>, name: &str) -> Result<(), KubeError> {
+    let old = get(store, res, namespace, name)?;
+    remove(store, res, old.clone(), Some(old));
+    Ok(())
+}
+
 fn has_dependents(store: &Store, owner: &Value) -> bool {
     let uid = &owner["metadata"]["uid"];
     store.keys().iter().any(|(r, ns, n)| {
