@@ -47,6 +47,12 @@ enum Access {
 
 fn authorize(shared: &Shared, req: &Req, account: &str, container: &str, blob: Option<&str>) -> Result<Access, Reply> {
     if let Some(header) = req.header("authorization") {
+        if crate::shared_key::parse(header).is_some() {
+            let keys = shared.state().storage_account(account).map(|a| a.keys.clone()).unwrap_or_default();
+            return crate::shared_key::verify(req, header, account, &keys)
+                .map(|()| Access::Authorized { permissions: None })
+                .map_err(|detail| blob_error(StatusCode::FORBIDDEN, "AuthenticationFailed", &format!("Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.\n{detail}")));
+        }
         let Some(token) = auth::bearer(Some(header)) else {
             return Err(blob_error(
                 StatusCode::FORBIDDEN,
@@ -63,7 +69,7 @@ fn authorize(shared: &Shared, req: &Req, account: &str, container: &str, blob: O
                 "Audience validation failed. Audience did not match.",
             ));
         }
-        return Ok(Access::Authorized { permissions: None });
+        return authorize_bearer(shared, req, account, blob.is_some(), &claims.oid);
     }
     if req.query("sig").is_some() {
         let keys = shared.state().storage_account(account).map(|a| a.keys.clone()).unwrap_or_default();
@@ -72,6 +78,33 @@ fn authorize(shared: &Shared, req: &Req, account: &str, container: &str, blob: O
             .map_err(|detail| blob_error(StatusCode::FORBIDDEN, "AuthenticationFailed", &format!("Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.\n{detail}")));
     }
     Ok(Access::Anonymous)
+}
+
+/// A bearer token carries no permissions of its own: Azure RBAC decides, from the roles
+/// assigned to the caller at the account or above. Blob reads and writes are data actions
+/// (Storage Blob Data Reader/Contributor/Owner grant them; Owner and Contributor do not);
+/// container writes are control actions.
+fn authorize_bearer(shared: &Shared, req: &Req, account: &str, is_blob: bool, principal: &str) -> Result<Access, Reply> {
+    let (suffix, data) = match (is_blob || req.query("comp") == Some("list"), &req.method) {
+        (true, &Method::PUT) => ("blobs/write", true),
+        (true, &Method::DELETE) => ("blobs/delete", true),
+        (true, _) => ("blobs/read", true),
+        (false, &Method::PUT) => ("write", false),
+        (false, &Method::DELETE) => ("delete", false),
+        (false, _) => ("read", false),
+    };
+    let operation = crate::arm::container_permission(suffix);
+    let state = shared.state();
+    let account_id = state.storage_account(account).map(|a| a.id.clone()).unwrap_or_default();
+    if crate::arm::grants(&state, principal, &account_id, &operation, data) {
+        Ok(Access::Authorized { permissions: None })
+    } else {
+        Err(blob_error(
+            StatusCode::FORBIDDEN,
+            "AuthorizationPermissionMismatch",
+            "This request is not authorized to perform this operation using this permission.",
+        ))
+    }
 }
 
 fn needs(access: &Access, perm: char) -> Result<(), Reply> {

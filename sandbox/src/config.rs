@@ -35,10 +35,6 @@ pub struct SandboxConfig {
     /// Client ids whose tokens get 403 `AuthorizationFailed` on ARM writes
     /// (and `Authorization_RequestDenied` on Graph writes).
     pub forbidden_principals: Vec<String>,
-    /// When true, a role assignment that names `principalType` skips the directory lookup
-    /// and so never sees `PrincipalNotFound` (what the Azure docs promise). Default false:
-    /// the pessimistic behaviour people still report, so retries get exercised.
-    pub principal_type_skips_lookup: bool,
     /// Resource provider namespaces (e.g. `Microsoft.ManagedIdentity`) the subscription
     /// starts without: requests to their resource types get 409
     /// `MissingSubscriptionRegistration` until `POST .../providers/{ns}/register`.
@@ -61,7 +57,6 @@ impl Default for SandboxConfig {
             application_replication_delay: Duration::from_secs(5),
             taken_storage_account_names: Vec::new(),
             forbidden_principals: Vec::new(),
-            principal_type_skips_lookup: false,
             unregistered_providers: Vec::new(),
             provider_registration: Duration::from_secs(30),
             kube: KubeApiConfig::default(),

@@ -34,17 +34,21 @@ pub(crate) fn token_error(status: StatusCode, error: &str, aadsts: u32, text: &s
     .with_error_code(error)
 }
 
-/// The token's audience for a requested scope: `https://management.azure.com/.default`
-/// becomes `https://management.azure.com/` as in real v1 access tokens.
+/// The token's audience for a requested scope: Entra strips `/.default` only, so
+/// `https://management.azure.com/.default` gives `https://management.azure.com` and
+/// `https://management.core.windows.net//.default` gives `https://management.core.windows.net/`.
 fn audience_for_scope(scope: &str) -> String {
     let first = scope.split_whitespace().next().unwrap_or_default();
-    match first.strip_suffix(".default") {
+    match first.strip_suffix("/.default") {
         Some(resource) => resource.to_string(),
         None => first.to_string(),
     }
 }
 
 pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
+    if let Some(reply) = crate::entra_metadata::answer(shared, &req) {
+        return reply;
+    }
     let segs: Vec<&str> = req.segments.iter().map(String::as_str).collect();
     let is_token_path = segs.len() == 4 && segs[1] == "oauth2" && segs[2] == "v2.0" && segs[3] == "token";
     if !is_token_path {

@@ -24,6 +24,10 @@ pub struct FaultModel {
     pub slow_by: Duration,
     /// Faults never hit the Entra token endpoint unless this is set.
     pub include_token_endpoint: bool,
+    /// Role assignments that name `principalType` still get `PrincipalNotFound` while the
+    /// principal replicates (the pessimistic behaviour people report). Off by default: as the
+    /// Azure docs promise, naming the principal type skips the failing directory lookup.
+    pub principal_type_ignored: bool,
 }
 
 impl Default for FaultModel {
@@ -45,6 +49,7 @@ impl FaultModel {
             slow_probability: 0.0,
             slow_by: Duration::from_millis(500),
             include_token_endpoint: false,
+            principal_type_ignored: false,
         }
     }
 

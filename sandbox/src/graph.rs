@@ -95,6 +95,25 @@ fn render_sp(ctx_base: &str, sp: &ServicePrincipal, tenant: &str, entity: bool) 
     v
 }
 
+/// The directory object with this id, as `directoryObjects/getByIds` returns it: a service
+/// principal of an application, or the one Entra keeps for each managed identity.
+fn directory_object(state: &crate::state::State, base: &str, tenant: &str, id: &str) -> Option<Value> {
+    let typed = |v: Value| graph_shapes::overlay(json!({"@odata.type": "#microsoft.graph.servicePrincipal"}), &v);
+    if let Some(sp) = state.service_principals.get(id) {
+        return Some(typed(render_sp(base, sp, tenant, false)));
+    }
+    let identity = state.resources.values().find(|r| {
+        r.kind == crate::state::Kind::Identity
+            && r.body["properties"]["principalId"].as_str().is_some_and(|p| p.eq_ignore_ascii_case(id))
+    })?;
+    let client_id = identity.body["properties"]["clientId"].clone();
+    Some(typed(json!({
+        "id": id, "appId": client_id, "displayName": identity.name(), "accountEnabled": true,
+        "servicePrincipalType": "ManagedIdentity", "servicePrincipalNames": [client_id, identity.id],
+        "alternativeNames": ["isExplicit=True", identity.id],
+    })))
+}
+
 /// `displayName eq 'x'`, `appId eq 'x'`, `startswith(displayName,'x')`,
 /// `servicePrincipalNames/any(c:c eq 'x')`.
 fn matches(filter: &str, display_name: &str, app_id: &str) -> bool {
@@ -135,7 +154,10 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
             );
         }
     };
-    if !GRAPH_AUDIENCES.contains(&claims.aud.as_str()) {
+    // Graph's resource id is its URL: Azure's, or in a registered cloud (the Azure CLI's
+    // `microsoft_graph_resource_id`) the sandbox's own.
+    let own_url = claims.aud.trim_end_matches('/') == shared.endpoints.graph;
+    if !GRAPH_AUDIENCES.contains(&claims.aud.as_str()) && !own_url {
         return graph_error(
             StatusCode::UNAUTHORIZED,
             "InvalidAuthenticationToken",
@@ -210,6 +232,47 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
                 Some(app) => ok(StatusCode::OK, &render_app(&base, app, true)),
                 None => not_found(id),
             }
+        }
+        (Method::PATCH, ["v1.0", "applications", id]) => {
+            let body: Value = match req.json() {
+                Ok(b) => b,
+                Err(e) => {
+                    return graph_error(
+                        StatusCode::BAD_REQUEST,
+                        "BadRequest",
+                        &format!("Unable to read JSON request payload: {e}"),
+                    );
+                }
+            };
+            if body.get("passwordCredentials").is_some() {
+                return graph_error(
+                    StatusCode::BAD_REQUEST,
+                    "Request_BadRequest",
+                    "Property 'passwordCredentials' is read-only and cannot be set. Use addPassword.",
+                );
+            }
+            shared.sleep(Operation::GraphApplicationPost).await;
+            let mut state = shared.state();
+            let Some(app) = state.applications.get_mut(*id) else { return not_found(id) };
+            if let Some(name) = body["displayName"].as_str() {
+                app.display_name = name.to_string();
+            }
+            for (key, value) in body.as_object().into_iter().flatten() {
+                app.extra.insert(key.clone(), value.clone());
+            }
+            Reply::empty(StatusCode::NO_CONTENT)
+        }
+        (Method::POST, ["v1.0", "directoryObjects", "getByIds"]) => {
+            let body: Value = req.json().unwrap_or(Value::Null);
+            shared.sleep(Operation::GraphRead).await;
+            let ids: Vec<String> =
+                body["ids"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect();
+            let state = shared.state();
+            let value: Vec<Value> = ids.iter().filter_map(|id| directory_object(&state, &base, &tenant, id)).collect();
+            ok(
+                StatusCode::OK,
+                &json!({"@odata.context": format!("{base}/v1.0/$metadata#directoryObjects"), "value": value}),
+            )
         }
         (Method::DELETE, ["v1.0", "applications", id]) => {
             shared.sleep(Operation::GraphDelete).await;

@@ -15,6 +15,7 @@ mod auth;
 mod blob;
 mod config;
 mod entra;
+mod entra_metadata;
 mod faults;
 mod federation;
 mod graph;
@@ -24,6 +25,7 @@ mod latency;
 mod request_log;
 mod sas;
 mod server;
+mod shared_key;
 mod state;
 mod tls;
 mod wire;
@@ -40,12 +42,16 @@ pub use faults::{Fault, FaultModel};
 pub use federation::{AadstsError, FederatedToken};
 pub use latency::{LatencyModel, Operation};
 pub use request_log::{LoggedRequest, Service};
-pub use server::{READY_PATH, STATE_PATH};
+pub use server::{READY_PATH, REQUESTS_PATH, STATE_PATH};
 pub use tls::CertificateAuthority;
 
 use faults::FaultInjector;
 use state::{Client, State};
 use wire::Req;
+
+/// The name the sandbox's cloud goes by in its `/metadata/endpoints` and in an Azure CLI
+/// configuration.
+pub const AZURE_CLI_CLOUD: &str = "RunbookSandbox";
 
 /// The service principal that exists from the start (a "logged-in" automation identity).
 pub const SANDBOX_CLIENT_ID: &str = "5a4db0c5-0000-4000-8000-000000000001";
@@ -223,6 +229,11 @@ impl Sandbox {
     /// for the restricted identity.
     pub fn kubeconfig(&self) -> String {
         self.kube.kubeconfig()
+    }
+
+    /// The Blob service without an account, e.g. `https://127.0.0.1:PORT` (no trailing slash).
+    pub fn blob_service_endpoint(&self) -> String {
+        self.shared.endpoints.blob.clone()
     }
 
     /// The PEM of the CA generated at start; clients must trust it explicitly.

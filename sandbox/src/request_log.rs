@@ -51,6 +51,22 @@ impl LoggedRequest {
     pub fn is_write(&self) -> bool {
         matches!(self.method.as_str(), "PUT" | "POST" | "PATCH" | "DELETE")
     }
+
+    /// The entry as `GET /.sandbox/requests` lists it.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "method": self.method,
+            "service": self.service.to_string(),
+            "path": self.path,
+            "query": self.query,
+            "status": self.status,
+            "error_code": self.error_code,
+            "client_id": self.client_id,
+            "request_id": self.request_id,
+            "timestamp": self.timestamp.to_string(),
+            "duration_ms": self.duration.as_secs_f64() * 1000.0,
+        })
+    }
 }
 
 /// Drops the value of `sig` so a logged SAS cannot be replayed.

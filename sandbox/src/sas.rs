@@ -35,6 +35,11 @@ pub(crate) struct SasFields {
     // service SAS
     pub resource: String,
     pub identifier: String,
+    /// `snapshot`, `ses` and the response-header overrides `rscc`, `rscd`, `rsce`, `rscl`,
+    /// `rsct`, in string-to-sign order; empty when absent.
+    pub snapshot: String,
+    pub encryption_scope: String,
+    pub response_headers: [String; 5],
 }
 
 pub(crate) fn account_string_to_sign(account: &str, f: &SasFields) -> String {
@@ -45,12 +50,28 @@ pub(crate) fn account_string_to_sign(account: &str, f: &SasFields) -> String {
 }
 
 pub(crate) fn service_string_to_sign(canonical_resource: &str, f: &SasFields) -> String {
-    // 2020-12-06 and later: ... sv, sr, snapshot time, encryption scope, then the five
-    // response-header overrides (empty here).
-    format!(
-        "{}\n{}\n{}\n{canonical_resource}\n{}\n{}\n{}\n{}\n{}\n\n\n\n\n\n\n\n",
-        f.permissions, f.start, f.expiry, f.identifier, f.ip, f.protocol, f.version, f.resource
-    )
+    // 2020-12-06 and later: sp, st, se, resource, si, sip, spr, sv, sr, snapshot time,
+    // encryption scope, then the five response-header overrides; no trailing newline.
+    let [rscc, rscd, rsce, rscl, rsct] = &f.response_headers;
+    [
+        f.permissions.as_str(),
+        &f.start,
+        &f.expiry,
+        canonical_resource,
+        &f.identifier,
+        &f.ip,
+        &f.protocol,
+        &f.version,
+        &f.resource,
+        &f.snapshot,
+        &f.encryption_scope,
+        rscc,
+        rscd,
+        rsce,
+        rscl,
+        rsct,
+    ]
+    .join("\n")
 }
 
 pub(crate) fn account_sas(account: &str, key: &str, f: &SasFields) -> String {
@@ -121,6 +142,9 @@ pub(crate) fn verify(
         resource_types: get("srt"),
         resource: get("sr"),
         identifier: get("si"),
+        snapshot: get("snapshot"),
+        encryption_scope: get("ses"),
+        response_headers: [get("rscc"), get("rscd"), get("rsce"), get("rscl"), get("rsct")],
     };
     if f.version.as_str() < "2020-12-06" {
         return Err(format!(
@@ -159,4 +183,55 @@ pub(crate) fn verify(
         return Err("Signed start time is in the future.".into());
     }
     Ok(Grant { permissions: f.permissions })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "c2FuZGJveC1rZXktZm9yLXRlc3RzLW9ubHktMDEyMzQ1Njc4OWFiY2RlZg==";
+
+    fn query(sas: &str) -> Vec<(String, String)> {
+        form_urlencoded::parse(sas.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
+    }
+
+    // Made by azure-storage-blob 12.29 (generate_blob_sas / generate_container_sas /
+    // generate_account_sas) for account `oidcissuer` with KEY.
+    const SDK_BLOB_SAS: &str = "se=2099-01-01T00%3A00%3A00Z&sp=rcw&spr=https&sv=2026-04-06&sr=b&sig=5ftgrW0ntIKDptaj3M8ffVTr6zCkmhVClYDWGGZZNl0%3D";
+    const SDK_CONTAINER_SAS: &str = "st=2020-01-01T00%3A00%3A00Z&se=2099-01-01T00%3A00%3A00Z&sp=rcwl&sv=2026-04-06&sr=c&rsct=application/json&sig=kdhYWDhiiXSD2tjzPtGjuWKaFmPtGlwKv6y5DUCaCB4%3D";
+    const SDK_ACCOUNT_SAS: &str = "se=2099-01-01T00%3A00%3A00Z&sp=rwc&sv=2026-04-06&ss=b&srt=co&sig=sFiHW%2B%2Bcol0gCf3xxGrwieH2g%2BukxQU%2ByI9oAhamWlE%3D";
+
+    #[test]
+    fn sas_tokens_made_by_the_azure_sdk_are_accepted() {
+        let keys = [KEY.to_string()];
+        let blob = verify(&query(SDK_BLOB_SAS), "oidcissuer", &keys, "oidc", Some("openid/v1/jwks")).expect("blob SAS");
+        assert_eq!(blob.permissions, "rcw");
+        verify(&query(SDK_CONTAINER_SAS), "oidcissuer", &keys, "oidc", None).expect("container SAS with rsct");
+        verify(&query(SDK_ACCOUNT_SAS), "oidcissuer", &keys, "oidc", None).expect("account SAS");
+    }
+
+    #[test]
+    fn tampered_sas_tokens_are_refused() {
+        let keys = [KEY.to_string()];
+        let widened = SDK_BLOB_SAS.replace("sp=rcw", "sp=rcwd");
+        let error = verify(&query(&widened), "oidcissuer", &keys, "oidc", Some("openid/v1/jwks")).err().unwrap();
+        assert!(error.contains("Signature did not match"), "{error}");
+        let other_blob = verify(&query(SDK_BLOB_SAS), "oidcissuer", &keys, "oidc", Some("openid/v1/other"));
+        assert!(other_blob.is_err(), "a blob SAS is bound to its blob");
+        let other_key = verify(&query(SDK_BLOB_SAS), "oidcissuer", &["b3RoZXI=".to_string()], "oidc", Some("openid/v1/jwks"));
+        assert!(other_key.is_err());
+    }
+
+    #[test]
+    fn the_sandbox_signs_what_it_verifies() {
+        let f = SasFields {
+            permissions: "r".into(),
+            expiry: "2099-01-01T00:00:00Z".into(),
+            version: SAS_VERSION.into(),
+            resource: "c".into(),
+            ..SasFields::default()
+        };
+        let token = service_sas("/blob/oidcissuer/oidc", KEY, &f);
+        assert!(verify(&query(&token), "oidcissuer", &[KEY.to_string()], "oidc", None).is_ok());
+    }
 }

@@ -77,6 +77,8 @@ async fn dns_zone_and_ns_delegation_record_set_with_etags() {
 async fn role_assignment_waits_for_a_new_principal_and_refuses_duplicates() {
     let mut config = SandboxConfig::instant();
     config.principal_not_found_for = Duration::from_millis(400);
+    // The pessimistic behaviour: the principal type does not spare the lookup.
+    config.faults.principal_type_ignored = true;
     let sandbox = support::start(config).await;
     let arm = Arm::new(&sandbox).await;
     arm.resource_group("roles").await;

@@ -276,7 +276,9 @@ async fn a_taken_storage_account_name_is_permanent() {
 #[tokio::test]
 async fn principal_not_found_is_transient_until_the_identity_replicates() {
     let replication = Duration::from_millis(1500);
-    let config = SandboxConfig { principal_not_found_for: replication, ..SandboxConfig::instant() };
+    // The pessimistic fault: naming the principal type does not spare the directory lookup.
+    let faults = FaultModel { principal_type_ignored: true, ..FaultModel::none() };
+    let config = SandboxConfig { principal_not_found_for: replication, faults, ..SandboxConfig::instant() };
     let rig = Rig::start(config).await;
     rig.ensure_group("rg-roles").await;
     let identity = format!("{}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/uami-new", rg("rg-roles"));

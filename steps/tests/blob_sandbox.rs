@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use runbook_sandbox::{SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxConfig, Service};
+use runbook_sandbox::{SANDBOX_CLIENT_ID, SANDBOX_CLIENT_OBJECT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxConfig, Service};
 use runbook_steps::{
     Arm, Blob, ErrorClass, Keypair, Oidc, OutputSpec, StepContext, StepError, StepKind, StepOutcome, TemplateSource,
 };
@@ -253,6 +253,18 @@ async fn bearer_auth_uploads_with_a_storage_token_from_the_configured_credential
     let inputs = json!({"action": "upload", "container_url": rig.container_url, "blob_name": ".well-known/openid-configuration",
         "content": "{\"issuer\":\"x\"}", "auth": "bearer"});
     let ctx = context(rig.dir.path(), BTreeMap::new(), Vec::new());
+
+    // As in Azure, a token alone is not enough: the caller needs a data role on the account.
+    let refused = rig.blob_with_login.run(&ctx, &inputs).await.expect_err("no data role yet");
+    assert_eq!(refused.code.as_deref(), Some("AuthorizationPermissionMismatch"));
+    let scope = rig.account_id.replace("{subscription}", rig.sandbox.subscription_id());
+    let data_contributor = "ba92f5b4-2d11-453d-a403-e96b0029c9fe";
+    rig.arm(
+        json!({"action": "assign_role", "scope": scope, "role_definition_id": data_contributor, "principal_id": SANDBOX_CLIENT_OBJECT_ID}),
+        BTreeMap::new(),
+    )
+    .await;
+
     let outcome = rig.blob_with_login.run(&ctx, &inputs).await.expect("bearer upload");
     assert_eq!(outcome.outputs["uploaded"], json!(true));
     assert_eq!(outcome.evidence["auth"], json!("bearer"));

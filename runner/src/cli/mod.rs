@@ -2,6 +2,7 @@
 
 mod approve;
 mod audit;
+mod az_config;
 mod bench;
 mod catalog;
 pub mod entry;

@@ -32,6 +32,8 @@ pub fn config(options: &SandboxOptions) -> SandboxConfig {
             reset_probability: 0.02,
             slow_probability: 0.05,
             slow_by: Duration::from_millis(((2000.0 * options.latency_scale) as u64).max(20)),
+            // Role assignments see the replication window even when they name the principal type.
+            principal_type_ignored: true,
             ..FaultModel::none()
         };
         // The Kubernetes API draws from its own sequence (a reset there cuts a watch).
@@ -75,9 +77,12 @@ pub async fn start(options: &SandboxOptions, dir: &Path) -> CliResult<(Sandbox, 
 }
 
 pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf) -> CliResult {
+    // sandbox.env is sourced from anywhere: every path in it is absolute.
+    let dir = std::path::absolute(&dir).map_err(|e| CliError::user(format!("cannot resolve `{}`: {e}", dir.display())))?;
     let (sandbox, ca_file) = start(&options, &dir).await?;
-    let settings = azure_env(&sandbox, &ca_file);
+    let mut settings = azure_env(&sandbox, &ca_file);
     seed(&settings, sandbox.ca_pem()).await?;
+    settings.extend(crate::cli::az_config::write(&dir, &sandbox, &ca_file)?);
     let mut exports: String = settings.iter().map(|(k, v)| format!("export {k}={v}\n")).collect();
     exports.push_str(&format!("export KUBECONFIG={}\n", kubeconfig_path(&dir).display()));
     // The file holds the sandbox client's secret, so it is 0600 and the terminal never shows it.
@@ -92,6 +97,7 @@ pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf) -> CliResult {
                 "arm_endpoint": sandbox.arm_endpoint(),
                 "kubeconfig": kubeconfig_path(&dir),
                 "kube_endpoint": sandbox.kube().url(),
+                "azure_config_dir": settings.get("AZURE_CONFIG_DIR"),
             })
         );
     } else {
@@ -102,6 +108,10 @@ pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf) -> CliResult {
             sandbox.kube().url()
         );
         eprintln!("point runbook at it with:  source {}", env_file.display());
+        eprintln!(
+            "the Azure CLI too (its own config dir, this sandbox's cloud):  az login --service-principal -u \"$AZURE_CLIENT_ID\" -p \"$AZURE_CLIENT_SECRET\" --tenant \"$AZURE_TENANT_ID\""
+        );
+        eprintln!("Blob endpoints are path-style:  --blob-endpoint \"$RUNBOOK_SANDBOX_BLOB/<account>\"");
         eprintln!("Ctrl-C stops it (its state lives in memory).");
     }
     sandbox.run_until_ctrl_c().await.map_err(|e| CliError::Internal(e.into()))?;

@@ -18,59 +18,10 @@ pub(crate) const OWNER: &str = "8e3af657-a8ff-443c-a75c-2fe8c4bcb635";
 pub(crate) const ROLE_ASSIGNMENT_WRITE: &str = "Microsoft.Authorization/roleAssignments/write";
 pub(crate) const ROLE_ASSIGNMENT_DELETE: &str = "Microsoft.Authorization/roleAssignments/delete";
 
-/// A built-in role's control-plane permissions (Azure built-in roles reference).
-struct RoleDefinition {
-    id: &'static str,
-    actions: &'static [&'static str],
-    not_actions: &'static [&'static str],
-}
-
-/// The built-in roles whose permissions matter to the guarded actions. A role absent here (data
-/// roles, DNS Zone / Network Contributor, the ARO operator roles, …) grants none of them.
-const ROLE_DEFINITIONS: &[RoleDefinition] = &[
-    RoleDefinition { id: OWNER, actions: &["*"], not_actions: &[] },
-    RoleDefinition {
-        id: "b24988ac-6180-42a0-ab88-20f7382dd24c", // Contributor
-        actions: &["*"],
-        not_actions: &[
-            "Microsoft.Authorization/*/Delete",
-            "Microsoft.Authorization/*/Write",
-            "Microsoft.Authorization/elevateAccess/Action",
-            "Microsoft.Blueprint/blueprintAssignments/write",
-            "Microsoft.Blueprint/blueprintAssignments/delete",
-            "Microsoft.Compute/galleries/share/action",
-            "Microsoft.Purview/consents/write",
-            "Microsoft.Purview/consents/delete",
-            "Microsoft.Resources/deploymentStacks/manageDenySetting/action",
-            "Microsoft.Subscription/cancel/action",
-            "Microsoft.Subscription/enable/action",
-        ],
-    },
-    RoleDefinition { id: "acdd72a7-3385-48ef-bd42-f606fba81ae7", actions: &["*/read"], not_actions: &[] }, // Reader
-    RoleDefinition {
-        id: "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9", // User Access Administrator
-        actions: &["*/read", "Microsoft.Authorization/*", "Microsoft.Support/*"],
-        not_actions: &[],
-    },
-    RoleDefinition {
-        id: "f58310d9-a9f6-439a-9e8d-f62e7b41a168", // Role Based Access Control Administrator
-        actions: &[ROLE_ASSIGNMENT_WRITE, ROLE_ASSIGNMENT_DELETE, "*/read", "Microsoft.Support/*"],
-        not_actions: &[],
-    },
-];
-
-/// Whether a role-definition pattern (`*` for any run of characters) matches an action.
-fn pattern_matches(pattern: &str, action: &str) -> bool {
-    let escaped = regex::escape(pattern).replace(r"\*", ".*");
-    regex::RegexBuilder::new(&format!("^{escaped}$")).case_insensitive(true).build().is_ok_and(|re| re.is_match(action))
-}
-
+/// Whether a built-in role's `actions` (minus its `notActions`) grant `action`; the role
+/// definitions themselves live in `role_definitions`.
 fn role_permits(role_guid: &str, action: &str) -> bool {
-    ROLE_DEFINITIONS.iter().any(|def| {
-        def.id.eq_ignore_ascii_case(role_guid)
-            && def.actions.iter().any(|p| pattern_matches(p, action))
-            && !def.not_actions.iter().any(|p| pattern_matches(p, action))
-    })
+    super::role_definitions::permits(role_guid, action, false)
 }
 
 /// `assigned` is `scope` or one of its ancestors (ARM ids are case-insensitive).

@@ -10,7 +10,9 @@ mod lro;
 mod network;
 mod providers;
 mod resource_groups;
+mod role_definitions;
 mod roles;
+mod subscriptions;
 pub(crate) mod storage;
 
 use std::sync::Arc;
@@ -22,7 +24,7 @@ use crate::Shared;
 use crate::auth::{self, ARM_AUDIENCES, TokenError};
 use crate::state::Resource;
 use crate::wire::{Reply, Req};
-use api_versions::Family;
+use api_versions::ResourceType;
 use errors::arm_error;
 
 /// What a resource provider handler needs about the request.
@@ -132,45 +134,22 @@ fn eq(a: &str, b: &str) -> bool {
     a.eq_ignore_ascii_case(b)
 }
 
-/// The api-version family and the resource type (for error messages) of a path.
-fn family_of(segs: &[String]) -> (Family, String) {
-    if let Some(i) = segs.iter().rposition(|s| eq(s, "providers")) {
-        let ns = segs.get(i + 1).map(String::as_str).unwrap_or_default();
-        let ty = segs.get(i + 2).map(String::as_str).unwrap_or_default();
-        // GET /subscriptions/{sub}/providers/{ns} and POST .../register belong to
-        // Microsoft.Resources whatever the namespace.
-        let provider_endpoint = i == 2 && (segs.len() == 4 || (segs.len() == 5 && eq(ty, "register")));
-        let family = if provider_endpoint {
-            Family::Resources
-        } else if eq(ns, "Microsoft.Authorization") {
-            Family::Authorization
-        } else if eq(ns, "Microsoft.ManagedIdentity") {
-            if segs.first().is_some_and(|s| eq(s, "providers")) { Family::Any } else { Family::ManagedIdentity }
-        } else if eq(ns, "Microsoft.Storage") {
-            Family::Storage
-        } else if eq(ns, "Microsoft.Network") && (ty.to_ascii_lowercase().starts_with("dns")) {
-            Family::Dns
-        } else if eq(ns, "Microsoft.Network") {
-            Family::Network
-        } else {
-            Family::Any
-        };
-        return (family, ty.to_string());
-    }
-    (Family::Resources, "resourceGroups".to_string())
-}
-
 pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
+    if let Some(reply) = subscriptions::metadata_endpoints(shared, &req) {
+        return reply;
+    }
     let claims = match authenticate(shared, &req) {
         Ok(c) => c,
         Err(reply) => return reply,
     };
     let segs = req.segments.clone();
-    let (family, resource_type) = family_of(&segs);
-    if let Some(reply) = api_versions::check(family, req.query("api-version"), &resource_type) {
+    if let Some(reply) = api_versions::check(&ResourceType::of(&segs), req.query("api-version")) {
         return reply;
     }
     let api_version = req.query("api-version").unwrap_or_default().to_string();
+    if let Some(reply) = subscriptions::tenant_level(shared, &req, &segs) {
+        return reply;
+    }
 
     if segs.first().is_some_and(|s| eq(s, "providers")) {
         // Tenant-level operation listings (`az identity` asks for them); not modelled.
@@ -220,14 +199,18 @@ fn resource_action(segs: &[String]) -> String {
 }
 
 async fn route(ctx: &Ctx<'_>, segs: &[String]) -> Reply {
-    // Role assignments can sit under any scope.
+    // Role assignments and definitions can sit under any scope.
     if let Some(i) = segs.iter().position(|s| eq(s, "Microsoft.Authorization"))
         && i >= 1
         && eq(&segs[i - 1], "providers")
-        && segs.get(i + 1).is_some_and(|s| eq(s, "roleAssignments"))
     {
         let scope = format!("/{}", segs[..i - 1].join("/"));
-        return roles::handle(ctx, &scope, segs.get(i + 2).map(String::as_str)).await;
+        let name = segs.get(i + 2).map(String::as_str);
+        match segs.get(i + 1) {
+            Some(t) if eq(t, "roleAssignments") => return roles::handle(ctx, &scope, name).await,
+            Some(t) if eq(t, "roleDefinitions") => return role_definitions::handle(ctx, &scope, name),
+            _ => {}
+        }
     }
     let rest: Vec<&str> = segs[2..].iter().map(String::as_str).collect();
     match rest.as_slice() {
@@ -286,18 +269,10 @@ fn not_modelled(ctx: &Ctx<'_>) -> Reply {
 }
 
 fn subscription(ctx: &Ctx<'_>) -> Reply {
-    Reply::json(
-        StatusCode::OK,
-        &json!({
-            "id": format!("/subscriptions/{}", ctx.sub),
-            "subscriptionId": ctx.sub,
-            "tenantId": ctx.tenant(),
-            "displayName": "runbook sandbox",
-            "state": "Enabled",
-            "subscriptionPolicies": {"locationPlacementId": "Public_2014-09-01", "quotaId": "Sandbox", "spendingLimit": "Off"},
-            "authorizationSource": "RoleBased",
-        }),
-    )
+    if ctx.req.method != Method::GET {
+        return errors::method_not_allowed(&ctx.req.method);
+    }
+    Reply::json(StatusCode::OK, &subscriptions::render(ctx.shared))
 }
 
 fn list_in_subscription(ctx: &Ctx<'_>, ns: &str, ty: &str) -> Reply {
@@ -349,4 +324,5 @@ pub(crate) fn live_rg_name(state: &crate::state::State, sub: &str, rg: &str) -> 
         None => Err(errors::resource_group_not_found(rg)),
     }
 }
+pub(crate) use role_definitions::{container_permission, grants};
 pub(crate) use storage::valid_container_name;

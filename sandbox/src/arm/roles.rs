@@ -14,31 +14,6 @@ use crate::latency::Operation;
 use crate::state::{Kind, Resource};
 use crate::wire::Reply;
 
-/// Built-in roles the product uses (reference/azure-rest-facts.md §1.8, hypershift-facts.md).
-const KNOWN_ROLES: &[&str] = &[
-    "b24988ac-6180-42a0-ab88-20f7382dd24c", // Contributor
-    "acdd72a7-3385-48ef-bd42-f606fba81ae7", // Reader
-    "8e3af657-a8ff-443c-a75c-2fe8c4bcb635", // Owner
-    "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9", // User Access Administrator
-    "befefa01-2a29-4197-83a8-272ff33ce314", // DNS Zone Contributor
-    "4d97b98b-1d4f-4787-a291-c67834d212e7", // Network Contributor
-    "ba92f5b4-2d11-453d-a403-e96b0029c9fe", // Storage Blob Data Contributor
-    "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1", // Storage Blob Data Reader
-    "5b7237c5-45e1-49d6-bc18-a1f62f400748", // ARO disk storage operator
-    "0d7aedc0-15fd-4a67-a412-efad370c947e", // ARO file storage operator
-    "8b32b316-c2f5-4ddf-b05b-83dacd2d08b5", // ARO image registry operator
-    "0336e1d3-7a87-462b-b6db-342b63f7802c", // ARO ingress operator
-    "a1f96423-95ce-4224-ab27-4e3dc72facd4", // ARO cloud controller manager
-    "be7a6435-15ae-4171-8f30-4a343eff9e8f", // ARO network operator
-    "12338af0-0e69-4776-bea7-57ae8d297424", // Key Vault Crypto User
-    "7d8bb4e4-6fa7-4545-96cf-20fce11b705d", // HyperShift CPO custom role
-    "88366f10-ed47-4cc0-9fab-c8a06148393e",
-    "fc0c873f-45e9-4d0d-a7d1-585aab30c6ed",
-    "f58310d9-a9f6-439a-9e8d-f62e7b41a168", // Role Based Access Control Administrator
-    "f1a07417-d97a-45cb-824c-7a7467783830", // Managed Identity Operator
-    "e40ec5ca-96e0-45a2-b4ff-59039f2c2b59", // Managed Identity Contributor
-];
-
 fn is_guid(s: &str) -> bool {
     uuid::Uuid::parse_str(s).is_ok() && s.len() == 36
 }
@@ -143,7 +118,7 @@ async fn put(ctx: &Ctx<'_>, scope: &str, name: &str) -> Reply {
             &format!("The role definition ID '{role_guid}' is not valid."),
         );
     }
-    if !KNOWN_ROLES.contains(&role_guid.to_ascii_lowercase().as_str()) {
+    if !super::role_definitions::exists(role_guid) {
         return arm_error(
             StatusCode::BAD_REQUEST,
             "RoleDefinitionDoesNotExist",
@@ -160,7 +135,7 @@ async fn put(ctx: &Ctx<'_>, scope: &str, name: &str) -> Reply {
         {
             return r;
         }
-        let skips = principal_type.is_some() && ctx.shared.config.principal_type_skips_lookup;
+        let skips = principal_type.is_some() && !ctx.shared.config.faults.principal_type_ignored;
         let young = |t: Instant| t.elapsed() < ctx.shared.config.principal_not_found_for;
         let missing = match state.principal_created(principal) {
             None => true,
