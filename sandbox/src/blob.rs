@@ -84,7 +84,13 @@ fn authorize(shared: &Shared, req: &Req, account: &str, container: &str, blob: O
 /// assigned to the caller at the account or above. Blob reads and writes are data actions
 /// (Storage Blob Data Reader/Contributor/Owner grant them; Owner and Contributor do not);
 /// container writes are control actions.
-fn authorize_bearer(shared: &Shared, req: &Req, account: &str, is_blob: bool, principal: &str) -> Result<Access, Reply> {
+fn authorize_bearer(
+    shared: &Shared,
+    req: &Req,
+    account: &str,
+    is_blob: bool,
+    principal: &str,
+) -> Result<Access, Reply> {
     let (suffix, data) = match (is_blob || req.query("comp") == Some("list"), &req.method) {
         (true, &Method::PUT) => ("blobs/write", true),
         (true, &Method::DELETE) => ("blobs/delete", true),

@@ -37,7 +37,10 @@ pub(crate) fn answer(shared: &Shared, req: &Req) -> Option<Reply> {
     };
     let base = format!("{}/{tenant}", shared.endpoints.entra);
     let authority = &shared.endpoints.entra;
-    Some(Reply::json(StatusCode::OK, &if v2 { v2_document(&base, &tenant_id) } else { v1_document(&base, authority, &tenant_id) }))
+    Some(Reply::json(
+        StatusCode::OK,
+        &if v2 { v2_document(&base, &tenant_id) } else { v1_document(&base, authority, &tenant_id) },
+    ))
 }
 
 /// The tenant id to put in the documents: the sandbox's own, or Entra's `{tenantid}`
@@ -117,7 +120,12 @@ fn v1_document(base: &str, authority: &str, tenant_id: &str) -> Value {
 /// sandbox holds, so there is no public key to publish: the set is empty.
 fn keys(shared: &Shared, req: &Req, tenant: &str) -> Reply {
     if req.method != Method::GET {
-        return token_error(StatusCode::METHOD_NOT_ALLOWED, "invalid_request", 900561, "The endpoint only accepts GET requests.");
+        return token_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "invalid_request",
+            900561,
+            "The endpoint only accepts GET requests.",
+        );
     }
     match known_tenant(shared, tenant) {
         Ok(_) => Reply::json(StatusCode::OK, &json!({ "keys": [] })),

@@ -218,7 +218,8 @@ mod tests {
         assert!(error.contains("Signature did not match"), "{error}");
         let other_blob = verify(&query(SDK_BLOB_SAS), "oidcissuer", &keys, "oidc", Some("openid/v1/other"));
         assert!(other_blob.is_err(), "a blob SAS is bound to its blob");
-        let other_key = verify(&query(SDK_BLOB_SAS), "oidcissuer", &["b3RoZXI=".to_string()], "oidc", Some("openid/v1/jwks"));
+        let other_key =
+            verify(&query(SDK_BLOB_SAS), "oidcissuer", &["b3RoZXI=".to_string()], "oidc", Some("openid/v1/jwks"));
         assert!(other_key.is_err());
     }
 

@@ -88,7 +88,9 @@ pub(crate) fn verify(req: &Req, header: &str, account: &str, keys: &[String]) ->
         return Err("The Authorization header is not a SharedKey header.".into());
     };
     if !claimed.eq_ignore_ascii_case(account) {
-        return Err(format!("The account '{claimed}' in the Authorization header does not match the request's account."));
+        return Err(format!(
+            "The account '{claimed}' in the Authorization header does not match the request's account."
+        ));
     }
     let expected = string_to_sign(req, account);
     if keys.iter().any(|k| sign(k, &expected).as_deref() == Some(signature)) {

@@ -30,14 +30,8 @@ async fn openid_discovery_documents_are_served_anonymously() {
     assert_eq!(v2["issuer"], format!("{authority}/v2.0"));
     assert!(v2["authorization_endpoint"].as_str().unwrap().starts_with(&authority));
 
-    let v1: Value = client
-        .get(format!("{authority}/.well-known/openid-configuration"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v1: Value =
+        client.get(format!("{authority}/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
     assert_eq!(v1["token_endpoint"], format!("{authority}/oauth2/token"));
     assert_eq!(v1["issuer"], format!("https://sts.windows.net/{}/", sandbox.tenant_id()));
 
@@ -164,7 +158,10 @@ async fn built_in_role_definitions_are_listed_and_filtered_by_name() {
         assert_eq!(value[0]["properties"]["type"], "BuiltInRole");
         assert_eq!(
             value[0]["id"],
-            format!("/subscriptions/{}/providers/Microsoft.Authorization/roleDefinitions/{id}", sandbox.subscription_id())
+            format!(
+                "/subscriptions/{}/providers/Microsoft.Authorization/roleDefinitions/{id}",
+                sandbox.subscription_id()
+            )
         );
         let one = arm.get(&format!("{at_group}/{id}?api-version=2022-04-01")).await;
         assert_eq!(one.body["properties"]["roleName"], name);
@@ -200,7 +197,8 @@ async fn naming_the_principal_type_avoids_principal_not_found_unless_the_fault_i
             sandbox.subscription_id()
         );
         let path = "/resourceGroups/fresh/providers/Microsoft.Authorization/roleAssignments/11111111-0000-0000-0000-000000000001?api-version=2022-04-01";
-        let untyped = arm.put(path, json!({"properties": {"roleDefinitionId": reader, "principalId": principal}})).await;
+        let untyped =
+            arm.put(path, json!({"properties": {"roleDefinitionId": reader, "principalId": principal}})).await;
         assert_eq!(untyped.error_code(), "PrincipalNotFound", "without a type the lookup fails while replicating");
         let typed = arm
             .put(
@@ -263,8 +261,15 @@ async fn graph_patches_an_application_and_accepts_its_own_url_as_audience() {
         .await
         .unwrap();
     assert_eq!(patched.status(), 204);
-    let read: Value =
-        client.get(format!("{graph}v1.0/applications/{id}")).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+    let read: Value = client
+        .get(format!("{graph}v1.0/applications/{id}"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(read["signInAudience"], "AzureADMyOrg");
     let secret = client
         .patch(format!("{graph}v1.0/applications/{id}"))

@@ -30,7 +30,8 @@ async fn account(sandbox: &Sandbox, arm: &Arm) -> String {
 
 /// The SharedKey header for a request without body headers, signed as the Azure SDKs sign it.
 fn shared_key(key: &str, method: &str, date: &str, path: &str, query: &[(&str, &str)]) -> String {
-    let mut to_sign = format!("{method}\n\n\n\n\n\n\n\n\n\n\n\nx-ms-date:{date}\nx-ms-version:2026-04-06\n/{ACCOUNT}{path}");
+    let mut to_sign =
+        format!("{method}\n\n\n\n\n\n\n\n\n\n\n\nx-ms-date:{date}\nx-ms-version:2026-04-06\n/{ACCOUNT}{path}");
     let mut sorted = query.to_vec();
     sorted.sort();
     for (k, v) in sorted {
@@ -66,7 +67,8 @@ async fn shared_key_requests_signed_with_an_account_key_are_authorized() {
         .unwrap();
     assert_eq!(created.status(), 201);
 
-    let wrong = shared_key(&STANDARD.encode(b"not the key"), "PUT", &date, &container_path, &[("restype", "container")]);
+    let wrong =
+        shared_key(&STANDARD.encode(b"not the key"), "PUT", &date, &container_path, &[("restype", "container")]);
     let refused = client
         .put(&url)
         .header("authorization", wrong)
@@ -121,9 +123,14 @@ async fn a_bearer_token_needs_a_data_role_on_the_account() {
         .unwrap();
     assert_eq!(created.status(), 201);
 
-    let storage_token =
-        support::token_for(&sandbox, &client, SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, "https://storage.azure.com/.default")
-            .await;
+    let storage_token = support::token_for(
+        &sandbox,
+        &client,
+        SANDBOX_CLIENT_ID,
+        SANDBOX_CLIENT_SECRET,
+        "https://storage.azure.com/.default",
+    )
+    .await;
     let put_blob = || {
         client
             .put(format!("{}data/doc.json", sandbox.blob_endpoint(ACCOUNT)))
@@ -146,7 +153,8 @@ async fn a_bearer_token_needs_a_data_role_on_the_account() {
             let body = json!({"properties": {
                 "roleDefinitionId": format!("/subscriptions/{sub}/providers/Microsoft.Authorization/roleDefinitions/{role}"),
                 "principalId": SANDBOX_CLIENT_OBJECT_ID, "principalType": "ServicePrincipal"}});
-            let path = format!("{scope}/providers/Microsoft.Authorization/roleAssignments/{name}?api-version=2022-04-01");
+            let path =
+                format!("{scope}/providers/Microsoft.Authorization/roleAssignments/{name}?api-version=2022-04-01");
             let url = format!("{}{}", arm_endpoint.trim_end_matches('/'), path);
             let answer = arm.put(&url, body).await;
             assert_eq!(answer.status, 201, "{:?}", answer.body);

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use runbook_sandbox::{SANDBOX_CLIENT_ID, SANDBOX_CLIENT_OBJECT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxConfig, Service};
+use runbook_sandbox::{
+    SANDBOX_CLIENT_ID, SANDBOX_CLIENT_OBJECT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxConfig, Service,
+};
 use runbook_steps::{
     Arm, Blob, ErrorClass, Keypair, Oidc, OutputSpec, StepContext, StepError, StepKind, StepOutcome, TemplateSource,
 };

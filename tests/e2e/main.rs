@@ -2,6 +2,7 @@
 
 mod approval;
 mod audit_verify;
+mod az_cli;
 mod azure_flags;
 mod concurrency;
 mod interrupt;

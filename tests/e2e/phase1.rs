@@ -3,13 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{TestEnv, contains_bytes, runbook_bin};
+use crate::support::{SandboxProcess, TestEnv, contains_bytes};
 
 fn count(resources: &[Value], pattern: impl Fn(&str) -> bool) -> usize {
     resources.iter().filter(|r| pattern(r.as_str().unwrap())).count()
@@ -109,51 +109,6 @@ fn rehearsal_completes_under_injected_faults() {
         )
         .unwrap();
     assert!(retried > 0, "the fault model injected nothing");
-}
-
-/// A sandbox in its own process, so runs against it can be killed and resumed.
-struct SandboxProcess {
-    child: Child,
-    settings: BTreeMap<String, String>,
-    dir: PathBuf,
-}
-
-impl SandboxProcess {
-    fn start(dir: &Path) -> SandboxProcess {
-        let child = Command::new(runbook_bin())
-            .args(["sandbox", "up", "--latency-scale", "0.05", "--dir", dir.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sandbox starts");
-        let env_file = dir.join("sandbox.env");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !env_file.exists() {
-            assert!(Instant::now() < deadline, "the sandbox never wrote {}", env_file.display());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        let settings = std::fs::read_to_string(&env_file)
-            .unwrap()
-            .lines()
-            .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
-            .collect();
-        SandboxProcess { child, settings, dir: dir.to_path_buf() }
-    }
-
-    fn state(&self) -> Value {
-        let ca = reqwest::Certificate::from_pem(&std::fs::read(self.dir.join("sandbox-ca.pem")).unwrap()).unwrap();
-        let client = reqwest::blocking::Client::builder().add_root_certificate(ca).build().unwrap();
-        let url = format!("{}.sandbox/state", self.settings["RUNBOOK_ARM_ENDPOINT"]);
-        client.get(url).send().unwrap().json().unwrap()
-    }
-}
-
-impl Drop for SandboxProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 #[test]

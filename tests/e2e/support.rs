@@ -1,8 +1,10 @@
 //! `TestEnv`: a temporary directory with its own journal, a fixed user and host, and helpers to
 //! run the real `runbook` binary and read what it journaled.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub struct TestEnv {
     pub dir: tempfile::TempDir,
@@ -151,4 +153,66 @@ impl TestEnv {
 
 pub fn contains_bytes(haystack: &[u8], needle: &str) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// A sandbox in its own process (`runbook sandbox up`), so runs against it can be killed and
+/// resumed, and other programs (the Azure CLI) can use it through its `sandbox.env`.
+pub struct SandboxProcess {
+    child: Child,
+    /// What `sandbox.env` exports.
+    pub settings: BTreeMap<String, String>,
+    pub dir: PathBuf,
+}
+
+impl SandboxProcess {
+    pub fn start(dir: &Path) -> SandboxProcess {
+        SandboxProcess::start_scaled(dir, "0.05")
+    }
+
+    /// With the reference latencies times `latency_scale`.
+    pub fn start_scaled(dir: &Path, latency_scale: &str) -> SandboxProcess {
+        let child = Command::new(runbook_bin())
+            .args(["sandbox", "up", "--latency-scale", latency_scale, "--dir", dir.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sandbox starts");
+        let env_file = dir.join("sandbox.env");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !env_file.exists() {
+            assert!(Instant::now() < deadline, "the sandbox never wrote {}", env_file.display());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let settings = std::fs::read_to_string(&env_file)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+            .collect();
+        SandboxProcess { child, settings, dir: dir.to_path_buf() }
+    }
+
+    /// Every request the sandbox answered so far (`GET /.sandbox/requests`).
+    pub fn requests(&self) -> Vec<serde_json::Value> {
+        let listed = self.get(runbook_sandbox::REQUESTS_PATH);
+        listed["requests"].as_array().cloned().unwrap_or_default()
+    }
+
+    pub fn state(&self) -> serde_json::Value {
+        self.get(runbook_sandbox::STATE_PATH)
+    }
+
+    fn get(&self, path: &str) -> serde_json::Value {
+        let ca = reqwest::Certificate::from_pem(&std::fs::read(self.dir.join("sandbox-ca.pem")).unwrap()).unwrap();
+        let client = reqwest::blocking::Client::builder().add_root_certificate(ca).build().unwrap();
+        let url = format!("{}{}", self.settings["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/'), path);
+        client.get(url).send().unwrap().json().unwrap()
+    }
+}
+
+impl Drop for SandboxProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

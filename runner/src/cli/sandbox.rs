@@ -78,7 +78,8 @@ pub async fn start(options: &SandboxOptions, dir: &Path) -> CliResult<(Sandbox, 
 
 pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf) -> CliResult {
     // sandbox.env is sourced from anywhere: every path in it is absolute.
-    let dir = std::path::absolute(&dir).map_err(|e| CliError::user(format!("cannot resolve `{}`: {e}", dir.display())))?;
+    let dir =
+        std::path::absolute(&dir).map_err(|e| CliError::user(format!("cannot resolve `{}`: {e}", dir.display())))?;
     let (sandbox, ca_file) = start(&options, &dir).await?;
     let mut settings = azure_env(&sandbox, &ca_file);
     seed(&settings, sandbox.ca_pem()).await?;

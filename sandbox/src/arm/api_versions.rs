@@ -351,13 +351,17 @@ mod tests {
 
     #[test]
     fn types_are_named_as_arm_names_them() {
-        let fic = ty("/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/a/federatedIdentityCredentials/b");
+        let fic = ty(
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/a/federatedIdentityCredentials/b",
+        );
         assert_eq!(fic.path, "userAssignedIdentities/federatedIdentityCredentials");
         assert_eq!(ty("/subscriptions").path, "subscriptions");
         assert_eq!(ty("/tenants").path, "tenants");
         assert_eq!(ty("/subscriptions/s/resourcegroups/rg").path, "resourceGroups");
         assert_eq!(ty("/subscriptions/s/providers/Microsoft.Storage").path, "providers");
-        let scoped = ty("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/dnsZones/z/providers/Microsoft.Authorization/roleAssignments/g");
+        let scoped = ty(
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/dnsZones/z/providers/Microsoft.Authorization/roleAssignments/g",
+        );
         assert_eq!((scoped.namespace.as_str(), scoped.path.as_str()), ("Microsoft.Authorization", "roleAssignments"));
     }
 
@@ -366,7 +370,10 @@ mod tests {
         let msi = "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/a";
         assert!(accepts(msi, "2025-05-31-preview"));
         assert!(accepts(msi, "2024-11-30"));
-        assert!(accepts("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/a", "2025-08-01"));
+        assert!(accepts(
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/a",
+            "2025-08-01"
+        ));
         assert!(accepts("/subscriptions/s/providers/Microsoft.Authorization/roleDefinitions", "2022-05-01-preview"));
         assert!(accepts("/subscriptions/s/providers/Microsoft.Authorization/roleAssignments/g", "2022-04-01"));
         assert!(accepts("/subscriptions", "2022-12-01"));
@@ -390,6 +397,9 @@ mod tests {
 
     #[test]
     fn namespaces_not_modelled_pass_to_routing() {
-        assert!(accepts("/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/v", "2099-01-01"));
+        assert!(accepts(
+            "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/v",
+            "2099-01-01"
+        ));
     }
 }

@@ -12,8 +12,8 @@ mod providers;
 mod resource_groups;
 mod role_definitions;
 mod roles;
-mod subscriptions;
 pub(crate) mod storage;
+mod subscriptions;
 
 use std::sync::Arc;
 

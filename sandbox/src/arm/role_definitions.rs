@@ -239,7 +239,11 @@ const ROLES: &[Role] = &[
         id: "0336e1d3-7a87-462b-b6db-342b63f7802c",
         name: "Azure Red Hat OpenShift Cluster Ingress Operator",
         description: "Enables permissions for OpenShift ingress operator to manage DNS records and load balancers.",
-        actions: &["Microsoft.Network/dnsZones/*", "Microsoft.Network/privateDnsZones/*", "Microsoft.Network/loadBalancers/*"],
+        actions: &[
+            "Microsoft.Network/dnsZones/*",
+            "Microsoft.Network/privateDnsZones/*",
+            "Microsoft.Network/loadBalancers/*",
+        ],
         not_actions: &[],
         data_actions: &[],
     },
