@@ -1,4 +1,4 @@
-//! Replays of the real Azure CLI recordings (shared/fixtures/azure-cli-recordings)
+//! Replays of the real Azure CLI recordings (tests/fixtures/azure-cli-recordings)
 //! against the sandbox: same status codes, same key body fields. The number in each
 //! test is how many interactions are compared in full; the rest are compared by status
 //! code only, for the reason the report prints.

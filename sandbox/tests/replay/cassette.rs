@@ -54,14 +54,11 @@ impl RecordedResponse {
     }
 }
 
-/// The shared fixtures directory; a missing directory is a test failure, never a skip.
+/// The recordings vendored into this crate (with the Azure CLI's licence beside them);
+/// a missing directory is a test failure, never a skip.
 pub fn fixtures_dir() -> PathBuf {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures/azure-cli-recordings"));
-    assert!(
-        dir.is_dir(),
-        "the Azure CLI recordings are missing: expected them in {} (shared/fixtures/azure-cli-recordings next to the workspace)",
-        dir.display()
-    );
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/azure-cli-recordings"));
+    assert!(dir.is_dir(), "the Azure CLI recordings are missing: expected them in {}", dir.display());
     dir
 }
 
