@@ -1,4 +1,5 @@
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -6,16 +7,29 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::azure::settings::{CA_FILE_VAR, SettingsSource};
 use crate::capture::tail;
 use crate::kind::{known_text, parse_inputs, pointer_segment, refuse_bad_inputs, schema_of};
+use crate::net;
 use crate::{
     CheckContext, InputProblem, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome,
     json_pointer_problem,
 };
 
 /// An HTTP check: the status and JSON assertions over the body, e.g. that the OIDC discovery
-/// document is publicly readable and names the right issuer.
-pub struct Http;
+/// document is publicly readable and names the right issuer. It trusts `RUNBOOK_CA_FILE` like
+/// the Azure kinds, so a runbook run against the sandbox (`sandbox up`) checks its issuer too.
+#[derive(Default)]
+pub struct Http {
+    env: SettingsSource,
+}
+
+impl Http {
+    /// Settings from a fixed map instead of the process environment.
+    pub fn with_env<K: Into<String>, V: Into<String>>(vars: impl IntoIterator<Item = (K, V)>) -> Self {
+        Http { env: SettingsSource::fixed(vars) }
+    }
+}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -33,6 +47,7 @@ pub struct HttpInputs {
     #[serde(default)]
     pub expect_json: BTreeMap<String, Value>,
     /// A PEM file with an extra CA to trust (for a sandbox or a private endpoint); empty for none.
+    /// `RUNBOOK_CA_FILE`, when set, is trusted as well.
     pub ca_file: Option<String>,
 }
 
@@ -71,19 +86,15 @@ impl StepKind for Http {
     async fn run(&self, ctx: &StepContext, raw: &Value) -> Result<StepOutcome, StepError> {
         refuse_bad_inputs(check_http_inputs(raw))?;
         let inputs: HttpInputs = parse_inputs(raw)?;
-        let mut builder = reqwest::Client::builder().connect_timeout(Duration::from_secs(10));
         // An empty path means "no extra CA": runbooks pass a variable that is empty for real Azure.
-        if let Some(ca_file) = inputs.ca_file.as_ref().filter(|f| !f.is_empty()) {
-            let path = ctx.resolve_path(ca_file);
-            let pem = std::fs::read(&path).map_err(|e| {
-                StepError::permanent(format!("cannot read CA file `{}`: {e}", path.display()))
-                    .with_code("CaFileUnreadable")
-            })?;
-            let cert = reqwest::Certificate::from_pem(&pem)
-                .map_err(|e| StepError::permanent(format!("CA file `{}` is not PEM: {e}", path.display())))?;
-            builder = builder.add_root_certificate(cert);
-        }
-        let client = builder.build().map_err(|e| StepError::permanent(format!("HTTP client: {e}")))?;
+        let input_ca = inputs.ca_file.as_ref().filter(|f| !f.is_empty()).map(|f| ctx.resolve_path(f));
+        let env_ca = self.env.var(CA_FILE_VAR).map(PathBuf::from);
+        let mut ca_files: Vec<(&Path, &str)> = Vec::new();
+        ca_files.extend(input_ca.as_deref().map(|p| (p, "the step's ca_file")));
+        ca_files.extend(env_ca.as_deref().map(|p| (p, CA_FILE_VAR)));
+        let builder = net::trusting(reqwest::Client::builder().connect_timeout(Duration::from_secs(10)), &ca_files)?;
+        let client =
+            builder.build().map_err(|e| StepError::permanent(format!("HTTP client: {}", net::error_chain(&e))))?;
         let method = inputs.method.as_deref().unwrap_or("GET");
         let method = reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes()).map_err(|_| {
             StepError::permanent(format!("`{method}` is not an HTTP method")).with_code("InvalidInputs")
@@ -101,15 +112,11 @@ impl StepKind for Http {
         }
         .map_err(|e| {
             // Connection failures are worth another try; the runbook's retry policy bounds them.
-            StepError::transient(format!("request to {} failed: {e}", inputs.url), None).with_code("ConnectionFailed")
+            StepError::transient(format!("request to {} failed: {}", inputs.url, net::error_chain(&e)), None)
+                .with_code("ConnectionFailed")
         })?;
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = net::retry_after(|name| response.headers().get(name).and_then(|v| v.to_str().ok()));
         let body = response.text().await.unwrap_or_default();
         let evidence =
             json!({ "url": ctx.redact(&inputs.url), "status": status, "body_tail": ctx.redact(&tail(&body, 1000)) });

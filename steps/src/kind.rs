@@ -121,7 +121,7 @@ impl Registry {
         let mut registry = Registry::default();
         registry.register(Arc::new(crate::Exec::default()));
         registry.register(Arc::new(crate::Template));
-        registry.register(Arc::new(crate::Http));
+        registry.register(Arc::new(crate::Http::default()));
         registry.register(Arc::new(crate::Gate));
         registry.register(Arc::new(crate::Checkpoint));
         registry.register(Arc::new(crate::Keypair));

@@ -19,6 +19,7 @@ mod graph;
 mod http;
 mod keypair;
 mod kind;
+mod net;
 mod oidc;
 mod output_spec;
 mod template;

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::client::ArmResponse;
 use super::hints::hint_for;
 use crate::capture::tail;
+use crate::net::error_chain;
 use crate::{ErrorClass, StepError};
 
 /// An ARM error as sent: `{"error":{"code","message","target","details"}}`, or the un-wrapped
@@ -162,14 +163,14 @@ pub fn transport_failure(service: &str, error: &azure_core::Error, method: Metho
     match error.kind() {
         ErrorKind::Io | ErrorKind::Connection => {
             // A reset or a refused connection: the next attempt starts over with a GET, so safe.
-            StepError::transient(format!("{method} {path}: no answer from {service}: {error}"), None)
+            StepError::transient(format!("{method} {path}: no answer from {service}: {}", error_chain(error)), None)
                 .with_code("ConnectionFailed")
                 .with_evidence(evidence)
         }
         ErrorKind::Credential => credential_failure(service, error).with_evidence(evidence),
-        _ => {
-            StepError::permanent(format!("{method} {path}: {error}")).with_code("RequestFailed").with_evidence(evidence)
-        }
+        _ => StepError::permanent(format!("{method} {path}: {}", error_chain(error)))
+            .with_code("RequestFailed")
+            .with_evidence(evidence),
     }
 }
 
@@ -191,7 +192,7 @@ fn credential_failure(service: &str, error: &azure_core::Error) -> StepError {
         }
         cause = current.source();
     }
-    let message = format!("could not get an access token for {service}: {error}");
+    let message = format!("could not get an access token for {service}: {}", error_chain(error));
     if transient {
         StepError::transient(message, None).with_code("TokenUnavailable")
     } else {

@@ -22,9 +22,6 @@ use crate::{ErrorClass, StepError};
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-ms-request-id");
 const CORRELATION_ID: HeaderName = HeaderName::from_static("x-ms-correlation-request-id");
-const RETRY_AFTER: HeaderName = HeaderName::from_static("retry-after");
-const RETRY_AFTER_MS: HeaderName = HeaderName::from_static("retry-after-ms");
-const X_MS_RETRY_AFTER_MS: HeaderName = HeaderName::from_static("x-ms-retry-after-ms");
 
 /// A pipeline that signs every request with a token for `scope` from the configured credential.
 pub fn authorized_pipeline(settings: &AzureSettings, scope: &str) -> Result<Pipeline, StepError> {
@@ -75,15 +72,9 @@ impl AzureResponse {
         serde_json::from_slice(&self.body).ok()
     }
 
-    /// The server's wish for how long to wait: the millisecond headers first (ARM and the sandbox
-    /// send them for sub-second precision), then `Retry-After` in seconds.
+    /// The server's wish for how long to wait (see `net::retry_after`).
     pub fn retry_after(&self) -> Option<Duration> {
-        let millis = [&X_MS_RETRY_AFTER_MS, &RETRY_AFTER_MS]
-            .into_iter()
-            .find_map(|name| self.header(name).and_then(|v| v.trim().parse::<u64>().ok()));
-        millis
-            .map(Duration::from_millis)
-            .or_else(|| self.header(&RETRY_AFTER).and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs))
+        crate::net::retry_after(|name| self.header(&HeaderName::from(name.to_string())))
     }
 }
 

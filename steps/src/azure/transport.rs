@@ -21,17 +21,8 @@ pub fn transport(ca_file: Option<&Path>) -> Result<Transport, StepError> {
         .connect_timeout(CONNECT_TIMEOUT)
         .read_timeout(READ_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none());
-    if let Some(path) = ca_file {
-        let pem = std::fs::read(path).map_err(|e| {
-            StepError::permanent(format!("cannot read RUNBOOK_CA_FILE `{}`: {e}", path.display()))
-                .with_code("CaFileUnreadable")
-        })?;
-        let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| {
-            StepError::permanent(format!("RUNBOOK_CA_FILE `{}` is not a PEM certificate: {e}", path.display()))
-                .with_code("CaFileUnreadable")
-        })?;
-        builder = builder.add_root_certificate(cert);
-    }
+    let ca_files: Vec<(&Path, &str)> = ca_file.map(|path| (path, super::settings::CA_FILE_VAR)).into_iter().collect();
+    builder = crate::net::trusting(builder, &ca_files)?;
     let client = builder.build().map_err(|e| StepError::permanent(format!("HTTP client: {e}")))?;
     Ok(Transport::new(Arc::new(client)))
 }

@@ -15,9 +15,6 @@ use crate::{ErrorClass, StepError};
 
 const ERROR_CODE: HeaderName = HeaderName::from_static("x-ms-error-code");
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-ms-request-id");
-const RETRY_AFTER: HeaderName = HeaderName::from_static("retry-after");
-const RETRY_AFTER_MS: HeaderName = HeaderName::from_static("retry-after-ms");
-const X_MS_RETRY_AFTER_MS: HeaderName = HeaderName::from_static("x-ms-retry-after-ms");
 
 /// How a request was authorized, for the hint: the same code means different fixes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,12 +54,7 @@ pub fn classify(status: u16, code: &str, retry_after: Option<Duration>) -> Error
 }
 
 fn retry_after(response: &RawResponse) -> Option<Duration> {
-    let header =
-        |name: &HeaderName| response.headers().get_optional_str(name).and_then(|v| v.trim().parse::<u64>().ok());
-    header(&X_MS_RETRY_AFTER_MS)
-        .or_else(|| header(&RETRY_AFTER_MS))
-        .map(Duration::from_millis)
-        .or_else(|| header(&RETRY_AFTER).map(Duration::from_secs))
+    crate::net::retry_after(|name| response.headers().get_optional_str(&HeaderName::from(name.to_string())))
 }
 
 /// The service's own status and code of a failed request, when it answered at all.
@@ -126,7 +118,7 @@ fn from_transport(error: &azure_core::Error, failure: &Failure<'_>) -> StepError
     let scrub = failure.scrub;
     let evidence = json!({ "url": failure.url });
     // reqwest's errors name the URL they were sending to, SAS and all: scrubbed below.
-    let text = scrub(&error_chain(error));
+    let text = scrub(&crate::net::error_chain(error));
     match error.kind() {
         ErrorKind::Io | ErrorKind::Connection => StepError::transient(
             format!("{} {}: no answer from Blob Storage: {text}", failure.doing, failure.url),
@@ -146,20 +138,6 @@ fn from_transport(error: &azure_core::Error, failure: &Failure<'_>) -> StepError
             .with_code("RequestFailed")
             .with_evidence(evidence),
     }
-}
-
-/// The error and its causes, one sentence each, so a TLS or DNS failure is visible.
-fn error_chain(error: &azure_core::Error) -> String {
-    let mut parts = vec![error.to_string()];
-    let mut cause = std::error::Error::source(error);
-    while let Some(current) = cause {
-        let text = current.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        cause = current.source();
-    }
-    tail(&parts.join(": "), 600)
 }
 
 /// What an operator can do about a Blob error code.

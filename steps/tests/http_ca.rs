@@ -1,0 +1,66 @@
+//! The `http` kind against the sandbox's HTTPS: it trusts `RUNBOOK_CA_FILE` like the Azure kinds
+//! (so a runbook run after `sandbox up` can check the sandbox's issuer), and a TLS failure names
+//! its cause instead of a bare "error sending request".
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use runbook_sandbox::{Sandbox, SandboxConfig};
+use runbook_steps::{Http, StepContext, StepKind, TemplateSource};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+struct NoTemplates;
+impl TemplateSource for NoTemplates {
+    fn load(&self, _name: &str) -> Option<(String, String)> {
+        None
+    }
+}
+
+fn context(dir: &Path) -> StepContext {
+    StepContext {
+        run_id: "run-1".into(),
+        step_id: "check".into(),
+        attempt: 1,
+        work_dir: dir.to_path_buf(),
+        templates: Arc::new(NoTemplates),
+        cancel: CancellationToken::new(),
+        handles_secrets: false,
+        secrets: Arc::new(Vec::new()),
+        output_specs: Arc::new(BTreeMap::new()),
+        approval: None,
+    }
+}
+
+#[tokio::test]
+async fn trusts_runbook_ca_file_and_names_an_unknown_issuer() {
+    let sandbox = Sandbox::start(SandboxConfig::instant()).await.expect("sandbox starts");
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("sandbox-ca.pem");
+    std::fs::write(&ca, sandbox.ca_pem()).unwrap();
+    // Any answer will do: the check is that TLS to the sandbox is trusted.
+    let inputs = json!({
+        "url": format!("{}subscriptions?api-version=2022-12-01", sandbox.arm_endpoint()),
+        "expect_status": [200, 401, 403, 404],
+    });
+
+    let trusting = Http::with_env([("RUNBOOK_CA_FILE", ca.display().to_string())]);
+    let outcome = trusting.run(&context(dir.path()), &inputs).await;
+    assert!(outcome.is_ok(), "RUNBOOK_CA_FILE is trusted: {:?}", outcome.err());
+
+    let untrusting = Http::with_env([("RUNBOOK_CA_FILE", "")]);
+    let error = untrusting.run(&context(dir.path()), &inputs).await.expect_err("the sandbox CA is not trusted");
+    assert_eq!(error.code.as_deref(), Some("ConnectionFailed"));
+    assert!(
+        error.message.contains("UnknownIssuer"),
+        "the message names the cause, not only `error sending request`: {}",
+        error.message
+    );
+
+    let missing = Http::with_env([("RUNBOOK_CA_FILE", dir.path().join("nope.pem").display().to_string())]);
+    let error = missing.run(&context(dir.path()), &inputs).await.expect_err("an unreadable CA file is an error");
+    assert_eq!(error.code.as_deref(), Some("CaFileUnreadable"));
+    assert!(error.message.contains("RUNBOOK_CA_FILE"), "{}", error.message);
+    sandbox.shutdown().await;
+}
