@@ -129,6 +129,7 @@ impl Registry {
         registry.register(Arc::new(crate::Arm::default()));
         registry.register(Arc::new(crate::Blob::default()));
         registry.register(Arc::new(crate::Graph::default()));
+        registry.register(Arc::new(crate::Kube::default()));
         registry
     }
 
