@@ -22,7 +22,6 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-pub use checks::InputProblem;
 pub use inputs::KubeInputs;
 
 use crate::azure::settings::SettingsSource;
@@ -42,12 +41,6 @@ impl Kube {
     /// environment (tests, rehearsals against the sandbox).
     pub fn with_env<K: Into<String>, V: Into<String>>(vars: impl IntoIterator<Item = (K, V)>) -> Self {
         Kube { env: SettingsSource::fixed(vars) }
-    }
-
-    /// Problems with the inputs as written that the schema cannot see (a bad label selector or
-    /// JSON pointer, an object without apiVersion/kind/name), each at its place in `inputs`.
-    pub fn check_inputs(inputs: &Value) -> Vec<InputProblem> {
-        checks::check(inputs)
     }
 }
 

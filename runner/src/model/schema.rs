@@ -78,7 +78,7 @@ fn report(
     match error.kind() {
         jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } => {
             let local = error.instance_path().as_str().to_string();
-            let known = known_keys(schema, &local);
+            let known = branch_keys(schema, error.schema_path().as_str()).unwrap_or_else(|| known_keys(schema, &local));
             for key in unexpected {
                 let at = format!("{pointer}/{}", crate::model::source::escape_pointer(key));
                 let hint = did_you_mean(key, known.iter().map(String::as_str))
@@ -206,6 +206,14 @@ fn describe(value: &Value) -> String {
         Value::Object(_) => "a table".into(),
         other => other.to_string(),
     }
+}
+
+/// The keys of the schema (or conditional branch, such as one action's inputs) whose
+/// `additionalProperties` refused a key: `schema_path` ends in `/additionalProperties`.
+fn branch_keys(schema: &Value, schema_path: &str) -> Option<Vec<String>> {
+    let parent = schema_path.strip_suffix("/additionalProperties")?;
+    let properties = schema.pointer(parent)?.get("properties")?.as_object()?;
+    Some(properties.keys().cloned().collect())
 }
 
 /// The keys a table at `pointer` may have, for "did you mean" hints.
