@@ -2,9 +2,9 @@
 //! with its Ready condition True.
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::Api;
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::watcher;
-use serde_json::{Map, json};
+use serde_json::{Map, Value, json};
 
 use super::inputs::PodsReadyInputs;
 use super::objects::{Produced, parse_timeout};
@@ -12,18 +12,22 @@ use super::session::Session;
 use super::watch::{Progress, watch_until};
 use crate::StepError;
 
-fn is_ready(pod: &Pod) -> bool {
-    let status = pod.status.as_ref();
-    let running = status.and_then(|s| s.phase.as_deref()) == Some("Running");
-    let ready = status
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|conditions| conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-    running && ready
+/// Pods are read as plain JSON: only phase and conditions matter, and a field the typed Pod
+/// insists on must not fail the wait.
+fn phase(pod: &DynamicObject) -> &str {
+    pod.data.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Unknown")
 }
 
-fn describe(pod: &Pod) -> String {
+fn is_ready(pod: &DynamicObject) -> bool {
+    let ready = pod.data.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|conditions| {
+        conditions.iter().any(|c| c.get("type") == Some(&json!("Ready")) && c.get("status") == Some(&json!("True")))
+    });
+    phase(pod) == "Running" && ready
+}
+
+fn describe(pod: &DynamicObject) -> String {
     let name = pod.metadata.name.clone().unwrap_or_default();
-    let phase = pod.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_else(|| "Unknown".into());
+    let phase = phase(pod);
     format!("{name} ({phase}{})", if phase == "Running" { ", not Ready" } else { "" })
 }
 
@@ -31,7 +35,8 @@ pub async fn pods_ready(session: &Session<'_>, inputs: &PodsReadyInputs) -> Resu
     let timeout = parse_timeout(inputs.timeout.as_ref())?;
     let min = inputs.min.unwrap_or(1) as usize;
     let selector = inputs.selector.clone().unwrap_or_default();
-    let api: Api<Pod> = Api::namespaced(session.kube.client.clone(), &inputs.namespace);
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(session.kube.client.clone(), &inputs.namespace, &ApiResource::erase::<Pod>(&()));
     let what = if selector.is_empty() {
         format!("pods in {}", inputs.namespace)
     } else {
@@ -68,23 +73,15 @@ pub async fn pods_ready(session: &Session<'_>, inputs: &PodsReadyInputs) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
 
     #[test]
     fn ready_means_running_and_ready() {
-        let mut pod = Pod::default();
+        let mut pod = DynamicObject::new("p", &ApiResource::erase::<Pod>(&()));
         assert!(!is_ready(&pod));
-        pod.status = Some(PodStatus {
-            phase: Some("Running".into()),
-            conditions: Some(vec![PodCondition {
-                type_: "Ready".into(),
-                status: "False".into(),
-                ..PodCondition::default()
-            }]),
-            ..PodStatus::default()
-        });
+        pod.data = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}});
         assert!(!is_ready(&pod));
-        pod.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].status = "True".into();
+        assert_eq!(describe(&pod), "p (Running, not Ready)");
+        pod.data["status"]["conditions"][0]["status"] = json!("True");
         assert!(is_ready(&pod));
     }
 }
