@@ -25,8 +25,8 @@ use serde_json::{Map, Value, json};
 pub use inputs::KubeInputs;
 
 use crate::azure::settings::SettingsSource;
-use crate::kind::parse_inputs;
-use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
+use crate::kind::{parse_inputs, refuse_bad_inputs};
+use crate::{CheckContext, InputProblem, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
 use objects::Produced;
 use session::Session;
 
@@ -111,12 +111,14 @@ impl StepKind for Kube {
         true
     }
 
-    async fn preflight(&self, inputs: &Value) -> Result<(), StepError> {
-        first_problem(inputs)
+    /// What the schema cannot see: a bad label selector or JSON pointer, an object without
+    /// apiVersion/kind/name, a wait with both or neither of condition and pointer.
+    fn check_inputs(&self, inputs: &Value, _ctx: &CheckContext<'_>) -> Vec<InputProblem> {
+        checks::check(inputs)
     }
 
     async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
-        first_problem(inputs)?;
+        refuse_bad_inputs(checks::check(inputs))?;
         let inputs: KubeInputs = parse_inputs(inputs)?;
         if !ctx.output_specs.is_empty() && !matches!(inputs, KubeInputs::Get(_)) {
             return Err(StepError::invalid_inputs(format!(
@@ -139,21 +141,6 @@ impl StepKind for Kube {
                 attach(&mut error.evidence, "writes", writes);
                 Err(error)
             }
-        }
-    }
-}
-
-/// The first problem a plan-time check finds, as the error a run stops with.
-fn first_problem(inputs: &Value) -> Result<(), StepError> {
-    match checks::check(inputs).into_iter().next() {
-        None => Ok(()),
-        Some(problem) => {
-            let at = if problem.pointer.is_empty() { String::new() } else { format!(" (inputs{})", problem.pointer) };
-            let mut error = StepError::invalid_inputs(format!("{}{at}", problem.message));
-            if let Some(hint) = problem.hint {
-                error = error.with_hint(hint);
-            }
-            Err(error)
         }
     }
 }

@@ -8,6 +8,7 @@ mod concurrency;
 mod interrupt;
 mod invalid_inputs;
 mod journal_trust;
+mod kube_resume;
 mod kubectl;
 mod phase1;
 mod rehearsal_safety;

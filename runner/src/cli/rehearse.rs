@@ -67,6 +67,7 @@ impl Rehearsal {
         settings.insert("KUBECONFIG".into(), kubeconfig.display().to_string());
         let azure = SettingsSource::Fixed(settings.clone());
         let mut registry = registry_for(&azure);
+        registry.register(Arc::new(runbook_steps::Kube::with_env(settings.clone())));
         registry.register(Arc::new(runbook_steps::Exec::with_env(program_env(&workdir, settings)?)));
         let env = Env { journal_path, json: env.json, mode: env.mode, registry, azure, parallelism };
         Ok(Rehearsal { sandbox, workdir, ca_file, env, oidc_tool: "native".into() })
