@@ -64,6 +64,24 @@ impl Rig {
         let issuer = format!("{}{ACCOUNT}", sandbox.blob_endpoint(ACCOUNT));
         let rig = Rig { sandbox, arm, issuer, client_id: String::new(), principal_id: String::new() };
         rig.set_container_access("Blob").await;
+        // A bearer token writes blobs only with a data role (Owner manages the account, no more).
+        let data_contributor = serde_json::json!({"properties": {
+            "roleDefinitionId": format!(
+                "/subscriptions/{}/providers/Microsoft.Authorization/roleDefinitions/ba92f5b4-2d11-453d-a403-e96b0029c9fe",
+                runbook_sandbox::DEFAULT_SUBSCRIPTION_ID
+            ),
+            "principalId": runbook_sandbox::SANDBOX_CLIENT_OBJECT_ID,
+            "principalType": "ServicePrincipal"}});
+        let granted = rig
+            .arm
+            .put(
+                &format!(
+                    "/resourceGroups/{RG}/providers/Microsoft.Storage/storageAccounts/{ACCOUNT}/providers/Microsoft.Authorization/roleAssignments/0f3c2a6e-5b1d-4c8e-9a7f-2d4e6b8c0a11?api-version=2022-04-01"
+                ),
+                data_contributor,
+            )
+            .await;
+        assert_eq!(granted.status, 201, "{:?}", granted.body);
 
         let jwk = |pem: &[u8], kid: &str| {
             let mut jwk = Jwk::from_encoding_key(&EncodingKey::from_rsa_pem(pem).unwrap(), Algorithm::RS256).unwrap();
@@ -201,7 +219,8 @@ async fn an_assertion_signed_with_the_published_key_buys_a_token_arm_accepts() {
     let claims = payload(token);
     assert_eq!(claims["oid"], rig.principal_id.as_str());
     assert_eq!(claims["appid"], rig.client_id.as_str());
-    assert_eq!(claims["aud"], "https://management.azure.com/");
+    // Entra strips only `/.default` from the scope: `https://management.azure.com/.default` → no slash.
+    assert_eq!(claims["aud"], "https://management.azure.com");
 
     let resp = rig
         .arm
