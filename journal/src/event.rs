@@ -28,6 +28,8 @@ pub enum EventData {
     GateWaiting(GateWaiting),
     GateApproved(GateApproved),
     RunFinished(RunFinished),
+    HandoffExported(HandoffExported),
+    HandoffImported(HandoffImported),
 }
 
 pub const RUN_CREATED: &str = "run_created";
@@ -38,6 +40,8 @@ pub const STEP_SKIPPED: &str = "step_skipped";
 pub const GATE_WAITING: &str = "gate_waiting";
 pub const GATE_APPROVED: &str = "gate_approved";
 pub const RUN_FINISHED: &str = "run_finished";
+pub const HANDOFF_EXPORTED: &str = "handoff_exported";
+pub const HANDOFF_IMPORTED: &str = "handoff_imported";
 
 impl EventData {
     pub fn kind(&self) -> &'static str {
@@ -50,6 +54,8 @@ impl EventData {
             EventData::GateWaiting(_) => GATE_WAITING,
             EventData::GateApproved(_) => GATE_APPROVED,
             EventData::RunFinished(_) => RUN_FINISHED,
+            EventData::HandoffExported(_) => HANDOFF_EXPORTED,
+            EventData::HandoffImported(_) => HANDOFF_IMPORTED,
         }
     }
 
@@ -67,6 +73,8 @@ impl EventData {
             GATE_WAITING => EventData::GateWaiting(parse(data)?),
             GATE_APPROVED => EventData::GateApproved(parse(data)?),
             RUN_FINISHED => EventData::RunFinished(parse(data)?),
+            HANDOFF_EXPORTED => EventData::HandoffExported(parse(data)?),
+            HANDOFF_IMPORTED => EventData::HandoffImported(parse(data)?),
             other => return Err(format!("unknown event kind `{other}` (written by a newer build?)")),
         })
     }
@@ -195,6 +203,63 @@ pub struct RunFinished {
     pub duration_ms: u64,
     pub critical_path_ms: u64,
     pub step_time_ms: u64,
+}
+
+/// A point in a journal's hash chain: the event `seq` and its hash. A hand-off names the
+/// exporter's chain head, so an audit over both journals can check the link between them.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ChainHead {
+    pub seq: i64,
+    pub hash: String,
+}
+
+/// Who made a hand-off file, from which run, and where the exporter's journal stood.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffProvenance {
+    /// The exporter: OS user, host, persona, Azure principal.
+    pub who: Value,
+    pub exported_at: String,
+    pub runbook: String,
+    pub runbook_digest: String,
+    /// The run that published each exported checkpoint, by checkpoint.
+    pub runs: Map<String, Value>,
+    /// The exporter's chain head when the file was made.
+    pub chain_head: ChainHead,
+    /// SHA-256 fingerprint of the SSH key that signed the file.
+    pub signer: String,
+}
+
+/// A checkpoint's values and files were written to a hand-off file for another person.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffExported {
+    /// SHA-256 of the whole file as written.
+    pub file_sha256: String,
+    pub provenance: HandoffProvenance,
+    /// Whom the secrets were encrypted to (an age or SSH public key).
+    pub recipient: String,
+    /// The checkpoints exported, with the names of their values and files.
+    pub checkpoints: Map<String, Value>,
+    /// Secret values and files left out (`--no-secrets`), as `checkpoint.name`.
+    pub omitted_secrets: Vec<String>,
+}
+
+/// A hand-off file was verified and its values taken into this journal, under a run of its
+/// own whose runbook is the exporter's, so `requires` finds them as it finds local ones.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffImported {
+    pub file_sha256: String,
+    pub provenance: HandoffProvenance,
+    pub recipient: String,
+    /// By checkpoint: its outputs as journaled (secret ones as `{"$sealed": …}`, files as the
+    /// path they were written to).
+    pub checkpoints: Map<String, Value>,
+    /// Files written, by `checkpoint.name`: path, SHA-256, whether secret.
+    pub files: Map<String, Value>,
+    pub omitted_secrets: Vec<String>,
 }
 
 /// An optional value that must still be written (as `null`): with `deserialize_with`, serde

@@ -117,6 +117,22 @@ impl Journal {
         Ok(())
     }
 
+    /// The last event's seq and hash (seq 0 and no hash for an empty journal): what a hand-off
+    /// names so its link to this journal can be checked later.
+    pub fn chain_head(&self) -> Result<crate::event::ChainHead, Error> {
+        let conn = self.reader();
+        let tail = crate::anchor::Tail::read(&conn).map_err(|e| Error::sqlite(self.path(), e))?;
+        Ok(crate::event::ChainHead { seq: tail.last_seq, hash: tail.last_hash })
+    }
+
+    /// The stored hash of event `seq`, if there is one.
+    pub fn event_hash(&self, seq: i64) -> Result<Option<String>, Error> {
+        let conn = self.reader();
+        conn.prepare_cached("SELECT hash FROM events WHERE seq = ?1")
+            .and_then(|mut stmt| stmt.query_row([seq], |row| row.get(0)).optional())
+            .map_err(|e| Error::sqlite(self.path(), e))
+    }
+
     pub fn event_count(&self) -> Result<i64, Error> {
         let conn = self.reader();
         conn.prepare_cached("SELECT COUNT(*) FROM events")

@@ -4,6 +4,7 @@
 pub mod bundled;
 pub mod cli;
 pub mod engine;
+pub mod handoff;
 pub mod model;
 pub mod plan;
 pub mod report;

@@ -5,6 +5,7 @@ mod audit_verify;
 mod az_cli;
 mod azure_flags;
 mod concurrency;
+mod handoff;
 mod interrupt;
 mod invalid_inputs;
 mod journal_trust;

@@ -42,6 +42,21 @@ fn detail(event: &Event) -> String {
         EventData::GateApproved(d) => format!("approved by {}", d.by),
         EventData::GateWaiting(d) => d.prompt.clone(),
         EventData::RunCreated(_) => String::new(),
+        EventData::HandoffExported(d) => format!(
+            "exported {} to {} (file sha256 {}, chain head {})",
+            d.checkpoints.keys().cloned().collect::<Vec<_>>().join(", "),
+            d.recipient,
+            d.file_sha256,
+            d.provenance.chain_head.seq
+        ),
+        EventData::HandoffImported(d) => format!(
+            "imported {} from {}@{} (file sha256 {}, their chain head {})",
+            d.checkpoints.keys().cloned().collect::<Vec<_>>().join(", "),
+            d.provenance.who["user"].as_str().unwrap_or("?"),
+            d.provenance.who["host"].as_str().unwrap_or("?"),
+            d.file_sha256,
+            d.provenance.chain_head.seq
+        ),
     };
     text.replace(['\n', '|'], " ")
 }

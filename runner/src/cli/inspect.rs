@@ -45,12 +45,47 @@ pub fn step_states(journal: &Journal, run_id: &str) -> CliResult<(BTreeMap<Strin
             (EventData::GateApproved(d), Some(step)) => {
                 states.insert(step.clone(), json!({ "state": "approved", "by": d.by }));
             }
+            (EventData::HandoffImported(d), _) => {
+                for (checkpoint, outputs) in &d.checkpoints {
+                    states.insert(
+                        checkpoint.clone(),
+                        json!({ "state": "imported", "at": event.ts, "outputs": outputs, "source": import_source(&d.provenance) }),
+                    );
+                }
+            }
             (EventData::RunStarted(_), _) => finished = None,
             (EventData::RunFinished(d), _) => finished = Some(serde_json::to_value(d).expect("serializes")),
             _ => {}
         }
     }
     Ok((states, finished))
+}
+
+/// Where an imported value came from: the exporter, their run and the hand-off's signer.
+fn import_source(provenance: &runbook_journal::HandoffProvenance) -> Value {
+    json!({
+        "import": true,
+        "exporter": provenance.who,
+        "exported_at": provenance.exported_at,
+        "runs": provenance.runs,
+        "signer": provenance.signer,
+    })
+}
+
+/// One line saying where a value came from.
+fn source_text(source: &Value, run_id: &str) -> String {
+    if source["import"] == json!(true) {
+        let who = &source["exporter"];
+        format!(
+            "imported from {}@{}{} (exported {})",
+            who["user"].as_str().unwrap_or("?"),
+            who["host"].as_str().unwrap_or("?"),
+            who["persona"].as_str().map(|p| format!(" as {p}")).unwrap_or_default(),
+            source["exported_at"].as_str().unwrap_or("?")
+        )
+    } else {
+        format!("local run {run_id}")
+    }
 }
 
 pub fn status(env: &Env, run: Option<&str>) -> CliResult {
@@ -100,16 +135,20 @@ pub fn outputs(env: &Env, run: Option<&str>) -> CliResult {
     let (states, _) = step_states(&journal, &record.id)?;
     let mut text = String::new();
     let mut all = BTreeMap::new();
+    let mut sources = BTreeMap::new();
     for (step, state) in &states {
         if let Some(Value::Object(outputs)) = state.get("outputs") {
             let shown: serde_json::Map<String, Value> = outputs.iter().map(|(k, v)| (k.clone(), shown(v))).collect();
+            let source = state.get("source").cloned().unwrap_or_else(|| json!({ "run": record.id }));
+            let from = source_text(&source, &record.id);
             for (name, value) in &shown {
-                writeln!(text, "{step}.{name} = {value}").ok();
+                writeln!(text, "{step}.{name} = {value}  ({from})").ok();
             }
             all.insert(step.clone(), Value::Object(shown));
+            sources.insert(step.clone(), source);
         }
     }
-    env.print(&text, json!({ "run": record.id, "outputs": all }));
+    env.print(&text, json!({ "run": record.id, "outputs": all, "sources": sources }));
     Ok(Exit::Ok)
 }
 
@@ -125,19 +164,33 @@ pub fn get(env: &Env, key: &str, run: Option<&str>) -> CliResult {
     })?;
     let head = head.strip_prefix("steps.").unwrap_or(head);
     let mut found = None;
+    let mut source = Value::Null;
     if run.is_some() || journal.runs(Some(head))?.is_empty() {
         let record = pick_run(&journal, run)?;
         let (states, _) = step_states(&journal, &record.id)?;
         found = states.get(head).and_then(|s| s["outputs"].get(output)).cloned();
+        source = states.get(head).and_then(|s| s.get("source")).cloned().unwrap_or(json!({ "run": record.id }));
     } else {
-        for event in journal.events_of_kind_for_runbook(head, runbook_journal::STEP_FINISHED)?.into_iter().rev() {
-            if let EventData::StepFinished(d) = &event.data
-                && d.kind == "checkpoint"
-                && d.status == StepStatus::Succeeded
-                && let Some(v) = d.outputs.as_ref().and_then(|o| o.get(output))
-            {
-                found = Some(v.clone());
-                break;
+        let mut published = journal.events_of_kind_for_runbook(head, runbook_journal::STEP_FINISHED)?;
+        published.extend(journal.events_of_kind_for_runbook(head, runbook_journal::HANDOFF_IMPORTED)?);
+        published.sort_by_key(|e| e.seq);
+        for event in published.into_iter().rev() {
+            match &event.data {
+                EventData::StepFinished(d) if d.kind == "checkpoint" && d.status == StepStatus::Succeeded => {
+                    if let Some(v) = d.outputs.as_ref().and_then(|o| o.get(output)) {
+                        found = Some(v.clone());
+                        source = json!({ "run": event.run_id });
+                        break;
+                    }
+                }
+                EventData::HandoffImported(d) => {
+                    if let Some(v) = d.checkpoints.values().find_map(|o| o.get(output)) {
+                        found = Some(v.clone());
+                        source = import_source(&d.provenance);
+                        break;
+                    }
+                }
+                _ => {}
             }
         }
     }
@@ -154,6 +207,9 @@ pub fn get(env: &Env, key: &str, run: Option<&str>) -> CliResult {
         Value::String(s) => format!("{s}\n"),
         other => format!("{other}\n"),
     };
-    env.print(&text, json!({ "key": key, "value": value }));
+    if !env.json && env.mode != crate::report::DisplayMode::Quiet {
+        eprintln!("# {}", source_text(&source, source["run"].as_str().unwrap_or("?")));
+    }
+    env.print(&text, json!({ "key": key, "value": value, "source": source }));
     Ok(Exit::Ok)
 }

@@ -8,6 +8,8 @@ mod catalog;
 pub mod entry;
 mod env;
 pub mod exit;
+mod export;
+mod import;
 mod inspect;
 #[cfg(feature = "sandbox")]
 mod rehearse;
@@ -165,6 +167,42 @@ pub enum Command {
         #[arg(long)]
         comment: Option<String>,
     },
+    /// Hand a runbook's checkpoint values and files to another person: signed, secrets encrypted to them
+    Export {
+        /// RUNBOOK or RUNBOOK.CHECKPOINT (default: every checkpoint of the runbook)
+        target: String,
+        /// Whom secrets are encrypted to: an age key (age1…), an SSH public key, or a file holding one
+        #[arg(long, value_name = "RECIPIENT")]
+        to: String,
+        /// The hand-off file to write
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: PathBuf,
+        /// Your SSH private key, which signs the file
+        #[arg(long, value_name = "KEY", env = "RUNBOOK_SIGNING_KEY")]
+        sign_with: PathBuf,
+        /// Leave secret values and files out (the command says which)
+        #[arg(long)]
+        no_secrets: bool,
+    },
+    /// Take a hand-off file into this journal and directory, after checking who signed it
+    Import {
+        file: PathBuf,
+        /// Your private key (age identity file or SSH private key) the secrets were encrypted to
+        #[arg(long, value_name = "KEY")]
+        identity: Option<PathBuf>,
+        /// An exporter's SSH public key (or a file holding it) to accept signatures from (repeatable)
+        #[arg(long, value_name = "KEY")]
+        trust: Vec<String>,
+        /// A file of trusted SSH public keys, one per line
+        #[arg(long, value_name = "FILE", env = "RUNBOOK_TRUSTED_KEYS")]
+        trusted_keys: Option<PathBuf>,
+        /// Where the files go (default: the current directory)
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The persona importing (journaled as who)
+        #[arg(long)]
+        persona: Option<String>,
+    },
     /// What ran, who ran it, when, with what result
     Audit {
         /// Only events at or after this time (RFC 3339, or a duration like "2h" meaning that long ago)
@@ -313,6 +351,12 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Outputs { run } => inspect::outputs(&env, run.as_deref()),
         Command::Get { key, run } => inspect::get(&env, &key, run.as_deref()),
         Command::Approve { run, gate, comment } => approve::approve(&env, &run, &gate, comment),
+        Command::Export { target, to, out, sign_with, no_secrets } => {
+            export::export(&env, &export::ExportArgs { target, to, out, sign_with, no_secrets })
+        }
+        Command::Import { file, identity, trust, trusted_keys, dir, persona } => {
+            import::import(&env, &import::ImportArgs { file, identity, trust, trusted_keys, dir, persona })
+        }
         Command::Audit { since, format, verify } => audit::audit(&env, since.as_deref(), format, verify),
         Command::Bench { what: BenchWhat::Engine { steps, dir } } => bench::engine(&env, steps, dir).await,
         #[cfg(feature = "sandbox")]

@@ -115,6 +115,10 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     let mut outputs: HashMap<usize, Map<String, Value>> = HashMap::new();
     let mut counts = Counts::default();
     let mut redactor = Redactor::new(ctx.vars.secret_texts());
+    // A value that was secret in the runbook that published it stays secret here.
+    for value in plan::required_secrets(&ctx.journal, &runbook)? {
+        redactor.add_value(&value);
+    }
     // Outputs derived from a secret, by (instance, output): secret wherever they are used.
     let mut tainted: HashSet<(usize, String)> = HashSet::new();
     let mut ready: BinaryHeap<(usize, std::cmp::Reverse<usize>)> =

@@ -8,5 +8,5 @@ mod scope;
 
 pub use decide::{Decision, decide};
 pub use expand::{Instance, Plan, expand, item_key};
-pub use prior::{Done, Prior, RequiredValues, load_prior, load_required};
+pub use prior::{Done, Prior, RequiredValues, load_prior, load_required, required_secrets};
 pub use scope::{Resolved, Scope};

@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use runbook_journal::{EventData, Journal, RUN_CREATED, STEP_FINISHED, STEP_SKIPPED, STEP_STARTED, StepStatus};
+use runbook_journal::{
+    EventData, HANDOFF_IMPORTED, Journal, RUN_CREATED, STEP_FINISHED, STEP_SKIPPED, STEP_STARTED, StepStatus,
+};
 use serde_json::{Map, Value};
 
 use crate::model::Runbook;
@@ -57,6 +59,24 @@ pub fn load_prior(
                 && run.runbook == runbook
             {
                 runs.insert(run.id);
+            }
+            return Ok(());
+        }
+        // A hand-off imported from another person's journal publishes its checkpoints here as
+        // if they had run locally; nothing else of that runbook's history comes along.
+        if row.kind == HANDOFF_IMPORTED && !only_run && runs.contains(row.run_id) {
+            if let EventData::HandoffImported(imported) = row.decode()? {
+                for (checkpoint, outputs) in &imported.checkpoints {
+                    let done = Done {
+                        run_id: row.run_id.to_string(),
+                        digest: String::new(),
+                        input_digests: Map::new(),
+                        outputs: unseal_outputs(journal, outputs.as_object()),
+                        kind: "checkpoint".into(),
+                    };
+                    prior.failed.remove(checkpoint);
+                    prior.done.insert(checkpoint.clone(), done);
+                }
             }
             return Ok(());
         }
@@ -153,6 +173,47 @@ pub fn unseal_outputs(journal: &Journal, outputs: Option<&Map<String, Value>>) -
             (k.clone(), value)
         })
         .collect()
+}
+
+/// The values required from earlier runbooks that were sealed where they were journaled: a run
+/// must redact them wherever they appear, as it does its own secret variables. Every sealed
+/// value any checkpoint of those runbooks published is included, not only the latest.
+pub fn required_secrets(journal: &Journal, runbook: &Runbook) -> anyhow::Result<Vec<Value>> {
+    let mut secrets = Vec::new();
+    for requirement in runbook.file.requires.values() {
+        let mut runs: HashSet<String> = HashSet::new();
+        journal.read_verified(|row| {
+            if row.kind == RUN_CREATED {
+                if let EventData::RunCreated(run) = row.decode()?
+                    && run.runbook == requirement.runbook
+                {
+                    runs.insert(run.id);
+                }
+                return Ok(());
+            }
+            if !matches!(row.kind, STEP_FINISHED | STEP_SKIPPED | HANDOFF_IMPORTED) || !runs.contains(row.run_id) {
+                return Ok(());
+            }
+            let published: Vec<Map<String, Value>> = match row.decode()? {
+                EventData::StepFinished(f) if f.kind == "checkpoint" => f.outputs.into_iter().collect(),
+                EventData::StepSkipped(s) if s.kind == "checkpoint" => vec![s.outputs],
+                EventData::HandoffImported(i) => {
+                    i.checkpoints.values().filter_map(|v| v.as_object().cloned()).collect()
+                }
+                _ => Vec::new(),
+            };
+            for outputs in &published {
+                let sealed = requirement.outputs.iter().filter_map(|name| outputs.get(name)?.get("$sealed")?.as_str());
+                for sealed in sealed {
+                    if let Ok(value) = serde_json::from_slice(&journal.unseal(sealed)?) {
+                        secrets.push(value);
+                    }
+                }
+            }
+            Ok(())
+        })?;
+    }
+    Ok(secrets)
 }
 
 pub type RequiredValues = BTreeMap<(String, String), Value>;

@@ -1,0 +1,8 @@
+//! Hand-off files: one person's checkpoint values and files, carried to another person's
+//! journal. The file format, its signature, the encryption of its secrets, and reading what a
+//! journal published are each in their own module; `cli/export.rs` and `cli/import.rs` use them.
+
+pub mod format;
+pub mod published;
+pub mod sealing;
+pub mod signing;

@@ -1,0 +1,369 @@
+//! Hand-off between two people, each with their own journal and directory: `export` signs the
+//! file and encrypts its secrets to the recipient, `import` refuses anything altered, truncated,
+//! for someone else, of an unknown version or from an untrusted signer (writing nothing), and a
+//! later runbook in the second journal reads the values through `requires`.
+//!
+//! Keys are made and a file is signed by `ssh-keygen`, an implementation independent of the
+//! product's.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::{Run, TestEnv, contains_bytes};
+
+const SECRET: &str = "Hand0ff-Secret-Token-5813";
+
+/// One person: their own directory and journal, and their name on the journal's `who`.
+struct Person {
+    env: TestEnv,
+    user: &'static str,
+    host: &'static str,
+}
+
+impl Person {
+    fn new(user: &'static str, host: &'static str) -> Person {
+        Person { env: TestEnv::new(), user, host }
+    }
+
+    fn run(&self, args: &[&str]) -> Run {
+        let output = self
+            .env
+            .command(args)
+            .env("RUNBOOK_USER", self.user)
+            .env("RUNBOOK_HOST", self.host)
+            .output()
+            .expect("runbook starts");
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    fn ok(&self, args: &[&str]) -> Run {
+        let out = self.run(args);
+        assert_eq!(out.code, 0, "runbook {args:?}:\n{}", out.all());
+        out
+    }
+
+    /// An ed25519 key pair made by ssh-keygen: (private key path, public key path).
+    fn ssh_key(&self, name: &str) -> (PathBuf, PathBuf) {
+        let private = self.env.path().join(name);
+        let status = Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+            .arg(&private)
+            .status()
+            .expect("ssh-keygen must be installed (openssh-client) for the hand-off tests");
+        assert!(status.success());
+        (private.clone(), PathBuf::from(format!("{}.pub", private.display())))
+    }
+
+    /// What the directory holds beside the journal (name and SHA-256 of each file), and the
+    /// journal's events: a refusal must change neither. (SQLite may fold its WAL into the
+    /// database file when a connection closes, so the journal is compared by its events.)
+    fn listing(&self) -> (Vec<(String, String)>, usize) {
+        let mut entries: Vec<(String, String)> = std::fs::read_dir(self.env.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file() && !p.file_name().unwrap().to_string_lossy().starts_with("journal.db"))
+            .map(|p| {
+                (p.file_name().unwrap().to_string_lossy().into_owned(), content_digest(&std::fs::read(&p).unwrap()))
+            })
+            .collect();
+        entries.sort();
+        let events = if self.env.journal().exists() { self.env.events().len() } else { 0 };
+        (entries, events)
+    }
+}
+
+fn content_digest(bytes: &[u8]) -> String {
+    // Only to compare contents in a test; any stable digest would do.
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    format!("{:016x}:{}", hasher.finish(), bytes.len())
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+const SOURCE: &str = r#"
+[runbook]
+name = "handoff-source"
+persona = "azure-admin"
+
+[vars.token]
+secret = true
+
+[vars.issuer]
+default = "https://issuer.example/one"
+
+[[steps]]
+id = "key"
+kind = "template"
+inputs.inline = "{\"token\": \"{{token}}\"}"
+inputs.path = "signer.private"
+inputs.values = { token = "${vars.token}" }
+
+[[steps]]
+id = "ids"
+kind = "template"
+inputs.inline = "{\"clientID\": \"{{id}}\"}"
+inputs.path = "ids.json"
+inputs.values = { id = "0000-1111" }
+
+[[steps]]
+id = "handoff"
+kind = "checkpoint"
+[steps.inputs.values]
+issuer = "${vars.issuer}"
+token = "${vars.token}"
+[steps.inputs.files]
+key_file = "${steps.key.path}"
+ids_file = "${steps.ids.path}"
+"#;
+
+const CONSUMER: &str = r#"
+[runbook]
+name = "handoff-consumer"
+persona = "hypershift-admin"
+
+[requires.src]
+runbook = "handoff-source"
+outputs = ["issuer", "token", "key_file"]
+
+[[steps]]
+id = "issuer"
+kind = "exec"
+inputs.argv = ["{stepper}", "print", "${src.issuer}"]
+outputs.issuer = { from = "stdout" }
+
+[[steps]]
+id = "creds"
+kind = "template"
+inputs.inline = "{{token}} {{key}}"
+inputs.path = "consumed.txt"
+inputs.values = { token = "${src.token}", key = "${src.key_file}" }
+"#;
+
+/// Alice runs the source runbook and exports to Bob; returns (alice, bob, file, keys).
+struct Scene {
+    alice: Person,
+    bob: Person,
+    alice_key: PathBuf,
+    alice_pub: PathBuf,
+    bob_key: PathBuf,
+    bob_pub: PathBuf,
+    carol_key: PathBuf,
+    carol_pub: PathBuf,
+    file: PathBuf,
+    printed: String,
+}
+
+fn scene() -> Scene {
+    let alice = Person::new("alice", "alice-laptop");
+    let bob = Person::new("bob", "bob-workstation");
+    let (alice_key, alice_pub) = alice.ssh_key("alice_ed25519");
+    let (bob_key, bob_pub) = bob.ssh_key("bob_ed25519");
+    let (carol_key, carol_pub) = alice.ssh_key("carol_ed25519");
+    let source = alice.env.write("source.toml", SOURCE);
+    let mut printed = String::new();
+    let token = format!("token={SECRET}");
+    printed.push_str(&alice.ok(&["run", s(&source), "--var", &token]).all());
+    let file = alice.env.path().join("handoff.json");
+    let export =
+        alice.ok(&["export", "handoff-source", "--to", s(&bob_pub), "-o", s(&file), "--sign-with", s(&alice_key)]);
+    printed.push_str(&export.all());
+    Scene { alice, bob, alice_key, alice_pub, bob_key, bob_pub, carol_key, carol_pub, file, printed }
+}
+
+impl Scene {
+    fn import(&self, file: &Path, identity: &Path, trust: &Path) -> Run {
+        self.bob.run(&["import", s(file), "--identity", s(identity), "--trust", s(trust)])
+    }
+
+    /// `import` of `file` is refused with `why` in its message, and Bob's directory and journal
+    /// are exactly as before.
+    fn refused(&self, file: &Path, identity: &Path, trust: &Path, why: &str) {
+        let before = self.bob.listing();
+        let out = self.import(file, identity, trust);
+        assert_eq!(out.code, 2, "{}", out.all());
+        assert!(out.stderr.contains(why), "expected `{why}` in:\n{}", out.stderr);
+        assert!(out.stderr.contains("nothing was imported"), "{}", out.stderr);
+        assert_eq!(self.bob.listing(), before, "a refused import wrote something");
+    }
+}
+
+#[test]
+fn a_signed_export_imports_into_another_journal_and_feeds_requires() {
+    let scene = scene();
+    let Scene { alice, bob, .. } = &scene;
+    let exported = std::fs::read(&scene.file).unwrap();
+    assert!(!contains_bytes(&exported, SECRET), "the secret is in the export in plaintext");
+
+    let mut printed = scene.printed.clone();
+    let import = scene.import(&scene.file, &scene.bob_key, &scene.alice_pub);
+    assert_eq!(import.code, 0, "{}", import.all());
+    printed.push_str(&import.all());
+
+    // The files land in Bob's directory: the secret one 0600, byte for byte Alice's.
+    let key_file = bob.env.path().join("signer.private");
+    assert_eq!(std::fs::read(&key_file).unwrap(), std::fs::read(alice.env.path().join("signer.private")).unwrap());
+    assert_eq!(std::fs::metadata(&key_file).unwrap().permissions().mode() & 0o777, 0o600);
+    let ids = bob.env.path().join("ids.json");
+    assert_eq!(std::fs::read_to_string(&ids).unwrap(), "{\"clientID\": \"0000-1111\"}");
+
+    // The same file again changes nothing.
+    let events = bob.env.events().len();
+    let again = scene.import(&scene.file, &scene.bob_key, &scene.alice_pub);
+    assert_eq!(again.code, 0, "{}", again.all());
+    assert!(again.stdout.contains("already imported"), "{}", again.stdout);
+    assert_eq!(bob.env.events().len(), events);
+
+    // A later runbook reads Alice's values without any --var, the secret one included.
+    let consumer = bob.env.write("consumer.toml", CONSUMER);
+    let run = bob.ok(&["run", s(&consumer)]);
+    printed.push_str(&run.all());
+    let consumed = std::fs::read_to_string(bob.env.path().join("consumed.txt")).unwrap();
+    assert_eq!(consumed, format!("{SECRET} {}", key_file.display()));
+    assert_eq!(bob.ok(&["get", "issuer.issuer"]).stdout.trim(), "https://issuer.example/one");
+
+    // Where each value came from: the import, with its exporter.
+    let got = bob.ok(&["get", "handoff-source.issuer", "--output", "json"]).last_json();
+    assert_eq!(got["value"], "https://issuer.example/one");
+    assert_eq!(got["source"]["import"], true);
+    assert_eq!(got["source"]["exporter"]["user"], "alice");
+    assert_eq!(got["source"]["exporter"]["host"], "alice-laptop");
+    let import_run = import.stdout.split("as run ").nth(1).unwrap().split_whitespace().next().unwrap().to_string();
+    let outputs = bob.ok(&["outputs", &import_run]);
+    assert!(
+        outputs.stdout.contains(
+            "handoff.issuer = \"https://issuer.example/one\"  (imported from alice@alice-laptop as azure-admin"
+        ),
+        "{}",
+        outputs.stdout
+    );
+    assert!(outputs.stdout.contains("handoff.token = \"<secret>\""), "{}", outputs.stdout);
+    printed.push_str(&outputs.all());
+    let local = alice.ok(&["outputs"]);
+    assert!(local.stdout.contains("(local run "), "{}", local.stdout);
+    printed.push_str(&local.all());
+    for who in [alice, bob] {
+        for args in [vec!["audit"], vec!["audit", "--format", "json"], vec!["outputs", "--output", "json"]] {
+            printed.push_str(&who.ok(&args).all());
+        }
+    }
+
+    // No plaintext secret anywhere: either journal (with its WAL), the file, anything printed.
+    assert!(!contains_bytes(&alice.env.journal_bytes(), SECRET), "the secret is in Alice's journal");
+    assert!(!contains_bytes(&bob.env.journal_bytes(), SECRET), "the secret is in Bob's journal");
+    assert!(!printed.contains(SECRET), "the secret was printed:\n{printed}");
+}
+
+#[test]
+fn altered_truncated_misaddressed_untrusted_and_newer_files_are_refused_writing_nothing() {
+    let scene = scene();
+    let Scene { alice, .. } = &scene;
+    let original = std::fs::read_to_string(&scene.file).unwrap();
+
+    // Altered: one value changed after signing.
+    let altered =
+        alice.env.write("altered.json", &original.replace("https://issuer.example/one", "https://issuer.example/evil"));
+    assert_ne!(std::fs::read_to_string(&altered).unwrap(), original);
+    scene.refused(&altered, &scene.bob_key, &scene.alice_pub, "the file was altered after it was signed");
+
+    // Truncated anywhere: in the body, or inside the signature.
+    let half = alice.env.write("half.json", &original[..original.len() / 2]);
+    scene.refused(&half, &scene.bob_key, &scene.alice_pub, "truncated");
+    let cut = alice.env.write("cut.json", &original[..original.len() - 40]);
+    scene.refused(&cut, &scene.bob_key, &scene.alice_pub, "truncated");
+
+    // Signed by someone Bob does not trust.
+    scene.refused(&scene.file, &scene.bob_key, &scene.carol_pub, "a key you have not said to trust");
+
+    // Made for someone else: Carol is the recipient, Bob tries with his key.
+    let for_carol = alice.env.path().join("for-carol.json");
+    alice.ok(&[
+        "export",
+        "handoff-source",
+        "--to",
+        s(&scene.carol_pub),
+        "-o",
+        s(&for_carol),
+        "--sign-with",
+        s(&scene.alice_key),
+    ]);
+    scene.refused(&for_carol, &scene.bob_key, &scene.alice_pub, "it was made for ssh-ed25519");
+
+    // A newer format version, validly signed by Alice with ssh-keygen itself.
+    let body =
+        original.split("-----BEGIN SSH SIGNATURE-----").next().unwrap().replace("\"version\": 1,", "\"version\": 2,");
+    let newer_body = alice.env.write("newer.body", &body);
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-Y", "sign", "-n", "runbook-handoff", "-f"])
+        .arg(&scene.alice_key)
+        .arg(&newer_body)
+        .status()
+        .expect("ssh-keygen must be installed (openssh-client) for the hand-off tests");
+    assert!(status.success());
+    let signature = std::fs::read_to_string(format!("{}.sig", newer_body.display())).unwrap();
+    let newer = alice.env.write("newer.json", &format!("{body}{signature}"));
+    scene.refused(&newer, &scene.bob_key, &scene.alice_pub, "format version 2; this build reads version 1");
+
+    // After all those, the real file still imports.
+    let ok = scene.import(&scene.file, &scene.bob_key, &scene.alice_pub);
+    assert_eq!(ok.code, 0, "{}", ok.all());
+    let _ = (&scene.carol_key, &scene.bob_pub);
+}
+
+#[test]
+fn a_second_import_with_other_values_is_refused_and_no_secrets_says_what_it_left_out() {
+    let scene = scene();
+    let Scene { alice, bob, .. } = &scene;
+    assert_eq!(scene.import(&scene.file, &scene.bob_key, &scene.alice_pub).code, 0);
+
+    // Alice runs again with another issuer and exports again: Bob's journal already holds the
+    // first issuer, so the second file conflicts.
+    let source = alice.env.path().join("source.toml");
+    let token = format!("token={SECRET}");
+    alice.ok(&["run", s(&source), "--var", &token, "--var", "issuer=https://issuer.example/two"]);
+    let second = alice.env.path().join("second.json");
+    alice.ok(&[
+        "export",
+        "handoff-source.handoff",
+        "--to",
+        s(&scene.bob_pub),
+        "-o",
+        s(&second),
+        "--sign-with",
+        s(&scene.alice_key),
+    ]);
+    scene.refused(&second, &scene.bob_key, &scene.alice_pub, "already holds other values for handoff.issuer");
+
+    // --no-secrets: no identity needed, the secrets are named as left out, and not imported.
+    let carl = Person::new("carl", "carl-box");
+    let bare = alice.env.path().join("bare.json");
+    let out = alice.ok(&[
+        "export",
+        "handoff-source",
+        "--to",
+        s(&scene.bob_pub),
+        "-o",
+        s(&bare),
+        "--sign-with",
+        s(&scene.alice_key),
+        "--no-secrets",
+    ]);
+    assert!(out.stdout.contains("left out (--no-secrets): handoff.token, handoff.key_file"), "{}", out.stdout);
+    let imported = carl.ok(&["import", s(&bare), "--trust", s(&scene.alice_pub)]);
+    assert!(
+        imported.stdout.contains("left out by the exporter: handoff.token, handoff.key_file"),
+        "{}",
+        imported.stdout
+    );
+    assert!(!carl.env.path().join("signer.private").exists());
+    assert!(carl.env.path().join("ids.json").exists());
+    let _ = bob;
+}
