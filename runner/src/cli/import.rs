@@ -222,7 +222,11 @@ fn open_contents(
                     })?
                 }
                 Content::Plain(_) => {
-                    return Err(refused(file, format!("`{key}` has no content"), "ask the exporter for the file again"));
+                    return Err(refused(
+                        file,
+                        format!("`{key}` has no content"),
+                        "ask the exporter for the file again",
+                    ));
                 }
                 Content::Encrypted(armored) => decrypt(&key, armored)?,
                 Content::Omitted => continue,
