@@ -2,18 +2,36 @@
 
 use serde_json::{Value, json};
 
+/// The OS user's name: RUNBOOK_USER, USER or LOGNAME when set, else the account database's
+/// name for this process's uid (containers and services often set none of those variables).
 pub fn user() -> String {
     std::env::var("RUNBOOK_USER")
         .or_else(|_| std::env::var("USER"))
         .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| format!("uid:{}", unsafe_uid()))
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| {
+            let uid = real_uid();
+            account_name(uid).unwrap_or_else(|| format!("uid:{uid}"))
+        })
 }
 
-fn unsafe_uid() -> u32 {
+fn real_uid() -> u32 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| s.lines().find(|l| l.starts_with("Uid:"))?.split_whitespace().nth(1)?.parse().ok())
         .unwrap_or(0)
+}
+
+/// The name `/etc/passwd` gives `uid` (name:password:uid:…).
+fn account_name(uid: u32) -> Option<String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let id: u32 = fields.nth(1)?.parse().ok()?;
+        (id == uid && !name.is_empty()).then(|| name.to_string())
+    })
 }
 
 pub fn host() -> String {

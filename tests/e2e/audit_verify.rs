@@ -55,7 +55,8 @@ fn audit_verify_detects_a_deleted_row_and_audit_reports_in_three_formats() {
     let table = env.run(&["audit"]);
     assert!(table.stdout.contains("step_finished") && table.stdout.contains("tester@testhost"), "{}", table.stdout);
     let markdown = env.run(&["audit", "--format", "markdown"]);
-    assert!(markdown.stdout.starts_with("| time |"), "{}", markdown.stdout);
+    assert!(markdown.stdout.starts_with("## Runs"), "{}", markdown.stdout);
+    assert!(markdown.stdout.contains("| time |"), "{}", markdown.stdout);
     let json = env.run(&["audit", "--format", "json"]);
     let events: serde_json::Value = serde_json::from_str(&json.stdout).expect("audit json is one JSON array");
     assert!(events.as_array().unwrap().len() >= 6);

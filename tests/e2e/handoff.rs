@@ -27,9 +27,23 @@ impl Person {
     }
 
     fn run(&self, args: &[&str]) -> Run {
-        let output = self
-            .env
-            .command(args)
+        self.run_on(&self.env.journal(), args)
+    }
+
+    /// With another journal than this person's default one (a rehearsal's, or several for
+    /// `audit`).
+    fn run_on(&self, journal: &Path, args: &[&str]) -> Run {
+        let mut all = vec!["--journal", s(journal)];
+        all.extend_from_slice(args);
+        self.bare(&all)
+    }
+
+    fn bare(&self, args: &[&str]) -> Run {
+        let output = Command::new(crate::support::runbook_bin())
+            .args(args)
+            .current_dir(self.env.path())
+            .env("CI", "true")
+            .env_remove("RUNBOOK_JOURNAL")
             .env("RUNBOOK_USER", self.user)
             .env("RUNBOOK_HOST", self.host)
             .output()
@@ -43,6 +57,12 @@ impl Person {
 
     fn ok(&self, args: &[&str]) -> Run {
         let out = self.run(args);
+        assert_eq!(out.code, 0, "runbook {args:?}:\n{}", out.all());
+        out
+    }
+
+    fn ok_bare(&self, args: &[&str]) -> Run {
+        let out = self.bare(args);
         assert_eq!(out.code, 0, "runbook {args:?}:\n{}", out.all());
         out
     }
@@ -366,4 +386,142 @@ fn a_second_import_with_other_values_is_refused_and_no_secrets_says_what_it_left
     assert!(!carl.env.path().join("signer.private").exists());
     assert!(carl.env.path().join("ids.json").exists());
     let _ = bob;
+}
+
+const PHASE3_READS: &str = r#"
+[runbook]
+name = "phase3-reads"
+persona = "hypershift-admin"
+
+[requires.phase1]
+runbook = "phase1-workload-identity"
+outputs = ["oidc_issuer_url", "workload_identities_file", "sa_token_issuer_private_key_path", "azure_mgmt_file", "azure_credentials_file", "tenant_id"]
+
+[[steps]]
+id = "issuer"
+kind = "exec"
+inputs.argv = ["{stepper}", "print", "${phase1.oidc_issuer_url}"]
+outputs.url = { from = "stdout" }
+
+[[steps]]
+id = "files"
+kind = "exec"
+inputs.argv = ["{stepper}", "require", "${phase1.workload_identities_file}", "require", "${phase1.sa_token_issuer_private_key_path}", "require", "${phase1.azure_mgmt_file}", "require", "${phase1.azure_credentials_file}"]
+"#;
+
+#[test]
+fn phase1_by_one_person_feeds_another_journal_and_audit_over_both_verifies_the_link() {
+    let alice = Person::new("alice", "alice-laptop");
+    let bob = Person::new("bob", "bob-workstation");
+    let (alice_key, alice_pub) = alice.ssh_key("alice_ed25519");
+    let (bob_key, bob_pub) = bob.ssh_key("bob_ed25519");
+    let mut printed = String::new();
+
+    let rehearsal = alice.ok_bare(&["rehearse", "--phase", "1", "--output", "json", "--dir", "rehearsals"]);
+    printed.push_str(&rehearsal.all());
+    let result = rehearsal.last_json();
+    let workdir = PathBuf::from(result["workdir"].as_str().unwrap());
+    let alice_journal = PathBuf::from(result["journal"].as_str().unwrap());
+    let file = alice.env.path().join("phase1.handoff");
+    let export = alice.run_on(
+        &alice_journal,
+        &["export", "phase1-workload-identity", "--to", s(&bob_pub), "-o", s(&file), "--sign-with", s(&alice_key)],
+    );
+    assert_eq!(export.code, 0, "{}", export.all());
+    printed.push_str(&export.all());
+
+    let import = bob.ok(&[
+        "import",
+        s(&file),
+        "--identity",
+        s(&bob_key),
+        "--trust",
+        s(&alice_pub),
+        "--persona",
+        "hypershift-admin",
+    ]);
+    printed.push_str(&import.all());
+    for secret_file in ["serviceaccount-signer.private", "azure_mgmt.json", "azure-credentials.json"] {
+        let path = bob.env.path().join(secret_file);
+        assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(workdir.join(secret_file)).unwrap(), "{secret_file}");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600, "{secret_file}");
+    }
+    assert!(bob.env.path().join("workload-identities.json").exists());
+
+    // The later runbook reads Phase 1's values from the import, with no --var at all.
+    let reads = bob.env.write("phase3-reads.toml", PHASE3_READS);
+    printed.push_str(&bob.ok(&["run", s(&reads)]).all());
+    let issuer = alice.run_on(&alice_journal, &["get", "phase1-workload-identity.oidc_issuer_url"]);
+    assert_eq!(issuer.code, 0, "{}", issuer.all());
+    assert_eq!(bob.ok(&["get", "issuer.url"]).stdout.trim(), issuer.stdout.trim());
+
+    // One timeline over both journals, each step with its person, and the hand-off between them.
+    let bob_journal = bob.env.journal();
+    let both = ["--journal", s(&alice_journal), "--journal", s(&bob_journal)];
+    let verify = bob.bare(&[&both[..], &["audit", "--verify"]].concat());
+    assert_eq!(verify.code, 0, "{}", verify.all());
+    assert!(
+        verify.stdout.contains("linked to journal 1, which holds the exporter's chain head and records the export"),
+        "{}",
+        verify.stdout
+    );
+    let markdown = bob.ok_bare(&[&both[..], &["audit", "--format", "markdown"]].concat());
+    assert!(markdown.stdout.starts_with("## Runs"), "{}", markdown.stdout);
+    for expected in [
+        "alice@alice-laptop (azure-admin",
+        "bob@bob-workstation (hypershift-admin",
+        "imported from alice@alice-laptop",
+        "| phase1-workload-identity |",
+        "| phase3-reads |",
+        "handoff_exported",
+        "handoff_imported",
+    ] {
+        assert!(markdown.stdout.contains(expected), "`{expected}` missing:\n{}", markdown.stdout);
+    }
+    printed.push_str(&markdown.all());
+    let table = bob.ok_bare(&[&both[..], &["audit"]].concat());
+    printed.push_str(&table.all());
+    let json = bob.ok_bare(&[&both[..], &["audit", "--format", "json"]].concat());
+    printed.push_str(&json.all());
+    printed.push_str(&bob.ok(&["outputs"]).all());
+
+    // Bob's journal alone verifies too; beside a journal that is not the exporter's, the link fails.
+    let alone = bob.run(&["audit", "--verify"]);
+    assert_eq!(alone.code, 0, "{}", alone.all());
+    let stranger = Person::new("carol", "elsewhere");
+    let source = stranger.env.write("source.toml", SOURCE);
+    stranger.ok(&["run", s(&source), "--var", "token=x"]);
+    let wrong =
+        bob.bare(&["--journal", s(&stranger.env.journal()), "--journal", s(&bob.env.journal()), "audit", "--verify"]);
+    assert_eq!(wrong.code, 6, "{}", wrong.all());
+    assert!(wrong.stdout.contains("is in none of the other journals given"), "{}", wrong.stdout);
+
+    // No secret in plaintext: both journals (with WAL), the hand-off file, anything printed.
+    let mgmt: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(workdir.join("azure_mgmt.json")).unwrap()).unwrap();
+    let credentials: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(workdir.join("azure-credentials.json")).unwrap()).unwrap();
+    let key = std::fs::read_to_string(workdir.join("serviceaccount-signer.private")).unwrap();
+    let key_lines: Vec<&str> = key.lines().filter(|l| !l.starts_with("-----")).collect();
+    let mut secrets = vec![mgmt["aadClientSecret"].as_str().unwrap().to_string()];
+    secrets.extend(
+        credentials
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k.to_lowercase().contains("secret"))
+            .map(|(_, v)| v.as_str().unwrap().to_string()),
+    );
+    // The PEM's last lines hold the private CRT values (its first ones the public modulus).
+    secrets.extend(key_lines[key_lines.len() - 4..key_lines.len() - 1].iter().map(|l| l.to_string()));
+    let mut alice_bytes = std::fs::read(&alice_journal).unwrap();
+    alice_bytes.extend(std::fs::read(format!("{}-wal", alice_journal.display())).unwrap_or_default());
+    let exported = std::fs::read(&file).unwrap();
+    for secret in &secrets {
+        assert!(secret.len() > 10);
+        assert!(!contains_bytes(&alice_bytes, secret), "a secret is in Alice's journal");
+        assert!(!contains_bytes(&bob.env.journal_bytes(), secret), "a secret is in Bob's journal");
+        assert!(!contains_bytes(&exported, secret), "a secret is in the hand-off file");
+        assert!(!printed.contains(secret.as_str()), "a secret was printed");
+    }
 }

@@ -1,16 +1,22 @@
-//! What ran, who ran it, when, with what result; and whether the journal is intact.
+//! What ran, who ran it, when, with what result, over one journal or several (one person's each)
+//! merged into one timeline; and whether the journals and the hand-offs between them are intact.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
 
-use runbook_journal::{Event, EventData};
+use runbook_journal::{Event, EventData, Journal, RunRecord, StepStatus};
 use serde_json::{Value, json};
 
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::{AuditFormat, Env};
+use crate::handoff::link::check_links;
 
 struct Row {
     ts: String,
+    journal: usize,
+    seq: i64,
     run: String,
     runbook: String,
     who: String,
@@ -18,6 +24,7 @@ struct Row {
     step: String,
     attempt: String,
     detail: String,
+    data: Value,
 }
 
 fn detail(event: &Event) -> String {
@@ -50,15 +57,42 @@ fn detail(event: &Event) -> String {
             d.provenance.chain_head.seq
         ),
         EventData::HandoffImported(d) => format!(
-            "imported {} from {}@{} (file sha256 {}, their chain head {})",
+            "imported {} from {} (file sha256 {}, their chain head {})",
             d.checkpoints.keys().cloned().collect::<Vec<_>>().join(", "),
-            d.provenance.who["user"].as_str().unwrap_or("?"),
-            d.provenance.who["host"].as_str().unwrap_or("?"),
+            who_text(&d.provenance.who),
             d.file_sha256,
             d.provenance.chain_head.seq
         ),
     };
     text.replace(['\n', '|'], " ")
+}
+
+/// `user@host (persona, Azure principal)`, from a journaled `who`.
+fn who_text(who: &Value) -> String {
+    let mut text = format!("{}@{}", who["user"].as_str().unwrap_or("?"), who["host"].as_str().unwrap_or("?"));
+    let extra: Vec<String> = [who["persona"].as_str().map(String::from), principal_text(&who["azure_principal"])]
+        .into_iter()
+        .flatten()
+        .collect();
+    if !extra.is_empty() {
+        text.push_str(&format!(" ({})", extra.join(", ")));
+    }
+    text
+}
+
+/// The Azure principal as journaled: a client id string, or an object with id and name.
+fn principal_text(principal: &Value) -> Option<String> {
+    match principal {
+        Value::String(id) => Some(format!("Azure {id}")),
+        Value::Object(p) => {
+            let id = p.get("object_id").or_else(|| p.get("client_id")).and_then(Value::as_str).unwrap_or("?");
+            Some(match p.get("display_name").and_then(Value::as_str) {
+                Some(name) => format!("Azure {name} {id}"),
+                None => format!("Azure {id}"),
+            })
+        }
+        _ => None,
+    }
 }
 
 fn parse_since(since: &str) -> CliResult<jiff::Timestamp> {
@@ -76,78 +110,260 @@ fn parse_since(since: &str) -> CliResult<jiff::Timestamp> {
         .map_err(|e| CliError::user(e.to_string()))
 }
 
-pub fn audit(env: &Env, since: Option<&str>, format: AuditFormat, verify: bool) -> CliResult {
-    let journal = env.require_journal()?;
+/// The journals to read: every `--journal` given, else the default one.
+fn open_all(env: &Env, paths: &[PathBuf]) -> CliResult<Vec<(PathBuf, Arc<Journal>)>> {
+    if paths.len() <= 1 {
+        return Ok(vec![(env.journal_path.clone(), env.require_journal()?)]);
+    }
+    paths
+        .iter()
+        .map(|path| match Journal::open_existing(path) {
+            Ok(journal) => Ok((path.clone(), Arc::new(journal))),
+            Err(runbook_journal::Error::NotFound(_)) => Err(CliError::user_hint(
+                format!("no journal at `{}`", path.display()),
+                "each --journal must name an existing journal",
+            )),
+            Err(e) => Err(e.into()),
+        })
+        .collect()
+}
+
+pub fn audit(env: &Env, paths: &[PathBuf], since: Option<&str>, format: AuditFormat, verify: bool) -> CliResult {
+    let journals = open_all(env, paths)?;
     if verify {
+        return verify_all(env, &journals);
+    }
+    let since = since.map(parse_since).transpose()?;
+    let mut runs: Vec<(usize, RunRecord)> = Vec::new();
+    let mut rows = Vec::new();
+    for (index, (_, journal)) in journals.iter().enumerate() {
+        let records: BTreeMap<String, RunRecord> = journal.runs(None)?.into_iter().map(|r| (r.id.clone(), r)).collect();
+        journal.for_each_event_since(since, |event| {
+            let record = records.get(&event.run_id);
+            rows.push(Row {
+                ts: event.ts.clone(),
+                journal: index,
+                seq: event.seq,
+                run: event.run_id.clone(),
+                runbook: record.map(|r| r.runbook.clone()).unwrap_or_default(),
+                who: record.map(|r| who_text(&r.who)).unwrap_or_default(),
+                event: event.kind().to_string(),
+                step: event.step.clone().unwrap_or_default(),
+                attempt: event.attempt.map(|a| a.to_string()).unwrap_or_default(),
+                detail: detail(&event),
+                data: if format == AuditFormat::Table { Value::Null } else { json!(event.data) },
+            });
+            Ok(())
+        })?;
+        runs.extend(records.into_values().map(|r| (index, r)));
+    }
+    // One timeline: journals interleave by time; within one journal the chain's order holds.
+    rows.sort_by(|a, b| a.ts.cmp(&b.ts).then(a.journal.cmp(&b.journal)).then(a.seq.cmp(&b.seq)));
+    runs.sort_by(|a, b| a.1.created_at.cmp(&b.1.created_at));
+    let several = journals.len() > 1;
+
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let format = if env.json { AuditFormat::Json } else { format };
+    let label = |index: usize| if several { format!("{}", index + 1) } else { String::new() };
+    match format {
+        AuditFormat::Json => {
+            writeln!(out, "[").ok();
+            for (i, row) in rows.iter().enumerate() {
+                let mut value = json!({ "seq": row.seq, "ts": row.ts, "run": row.run, "runbook": row.runbook, "who": row.who,
+                    "event": row.event, "step": row.step, "attempt": row.attempt, "detail": row.detail, "data": row.data });
+                if several {
+                    value["journal"] = json!(journals[row.journal].0);
+                }
+                let sep = if i == 0 { "" } else { "," };
+                writeln!(out, "{sep}{}", serde_json::to_string(&value).unwrap_or_else(|_| Value::Null.to_string()))
+                    .ok();
+            }
+            writeln!(out, "]").ok();
+        }
+        AuditFormat::Markdown => {
+            write_summaries(&mut out, &journals, &runs, several)?;
+            writeln!(out, "\n## Events\n").ok();
+            writeln!(out, "| time | journal | run | runbook | who | event | step | attempt | detail |\n|---|---|---|---|---|---|---|---|---|").ok();
+            for row in &rows {
+                writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    row.ts,
+                    label(row.journal),
+                    row.run,
+                    row.runbook,
+                    row.who,
+                    row.event,
+                    row.step,
+                    row.attempt,
+                    row.detail
+                )
+                .ok();
+            }
+        }
+        AuditFormat::Table => {
+            if several {
+                for (index, (path, _)) in journals.iter().enumerate() {
+                    writeln!(out, "journal {}: {}", index + 1, path.display()).ok();
+                }
+            }
+            writeln!(
+                out,
+                "{:<27} {:>2} {:<24} {:<20} {:<16} {:<16} {:<28} {:>3} detail",
+                "time", "j", "run", "runbook", "who", "event", "step", "try"
+            )
+            .ok();
+            for row in &rows {
+                writeln!(
+                    out,
+                    "{:<27} {:>2} {:<24} {:<20} {:<16} {:<16} {:<28} {:>3} {}",
+                    row.ts,
+                    label(row.journal),
+                    row.run,
+                    row.runbook,
+                    row.who,
+                    row.event,
+                    row.step,
+                    row.attempt,
+                    row.detail
+                )
+                .ok();
+            }
+        }
+    }
+    out.flush().ok();
+    Ok(Exit::Ok)
+}
+
+/// What one run did, for the summary a pull request or ticket reader sees first.
+#[derive(Default)]
+struct RunSummary {
+    duration_ms: u64,
+    result: Option<String>,
+    acted: usize,
+    reused: usize,
+    failed: usize,
+    retries: usize,
+    approvals: Vec<String>,
+    handoffs: Vec<String>,
+}
+
+fn summarize(events: &[Event]) -> RunSummary {
+    let mut summary = RunSummary::default();
+    for event in events {
+        match &event.data {
+            EventData::StepFinished(d) if d.will_retry => summary.retries += 1,
+            EventData::StepFinished(d) if d.status == StepStatus::Succeeded => summary.acted += 1,
+            EventData::StepFinished(_) => summary.failed += 1,
+            EventData::StepSkipped(_) => summary.reused += 1,
+            EventData::GateApproved(d) => {
+                summary.approvals.push(format!("{} by {}", event.step.as_deref().unwrap_or("?"), d.by))
+            }
+            EventData::RunFinished(d) => {
+                summary.duration_ms += d.duration_ms;
+                summary.result = Some(d.status.clone());
+            }
+            EventData::HandoffExported(d) => {
+                summary.handoffs.push(format!("exported to {} (sha256 {:.12})", d.recipient, d.file_sha256))
+            }
+            EventData::HandoffImported(d) => {
+                summary.result = Some("imported".into());
+                summary.handoffs.push(format!(
+                    "imported from {} (sha256 {:.12}, their chain head {})",
+                    who_text(&d.provenance.who),
+                    d.file_sha256,
+                    d.provenance.chain_head.seq
+                ));
+            }
+            _ => {}
+        }
+    }
+    summary
+}
+
+fn write_summaries(
+    out: &mut impl Write,
+    journals: &[(PathBuf, Arc<Journal>)],
+    runs: &[(usize, RunRecord)],
+    several: bool,
+) -> CliResult<()> {
+    writeln!(out, "## Runs\n").ok();
+    if several {
+        for (index, (path, _)) in journals.iter().enumerate() {
+            writeln!(out, "- journal {}: `{}`", index + 1, path.display()).ok();
+        }
+        writeln!(out).ok();
+    }
+    writeln!(
+        out,
+        "| run | journal | runbook | persona | who | started | took | result | what it did | retries | approvals | hand-off |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )
+    .ok();
+    for (index, record) in runs {
+        let s = summarize(&journals[*index].1.events_for_run(&record.id)?);
+        let did = format!("{} step(s) acted, {} reused, {} failed", s.acted, s.reused, s.failed);
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            record.id,
+            if several { format!("{}", index + 1) } else { String::new() },
+            record.runbook,
+            record.who["persona"].as_str().unwrap_or(""),
+            who_text(&record.who),
+            record.created_at,
+            humantime::format_duration(std::time::Duration::from_millis(s.duration_ms)),
+            s.result.as_deref().unwrap_or("running or interrupted"),
+            did,
+            s.retries,
+            s.approvals.join("; "),
+            s.handoffs.join("; "),
+        )
+        .ok();
+    }
+    Ok(())
+}
+
+fn verify_all(env: &Env, journals: &[(PathBuf, Arc<Journal>)]) -> CliResult {
+    let mut text = String::new();
+    let mut intact = true;
+    let mut reports = Vec::new();
+    for (index, (path, journal)) in journals.iter().enumerate() {
         let report = journal.verify()?;
-        let intact = report.problems.is_empty();
-        let mut text = format!("checked {} events and {} runs: ", report.events_checked, report.runs_checked);
-        if intact {
+        if journals.len() > 1 {
+            text.push_str(&format!("journal {} ({}): ", index + 1, path.display()));
+        }
+        text.push_str(&format!("checked {} events and {} runs: ", report.events_checked, report.runs_checked));
+        if report.problems.is_empty() {
             text.push_str("the journal is intact\n");
         } else {
+            intact = false;
             text.push_str(&format!("{} problem(s) — the journal was altered\n", report.problems.len()));
             for p in &report.problems {
                 text.push_str(&format!("  event {:?} run {:?}: {}\n", p.seq, p.run_id, p.message));
             }
         }
-        env.print(&text, json!({ "intact": intact, "report": report }));
-        return Ok(if intact { Exit::Ok } else { Exit::JournalTampered });
+        reports.push(json!({ "journal": path, "report": report }));
     }
-    let since = since.map(parse_since).transpose()?;
-    let runs: HashMap<String, (String, String)> = journal
-        .runs(None)?
-        .into_iter()
-        .map(|r| {
-            let who = format!("{}@{}", r.who["user"].as_str().unwrap_or("?"), r.who["host"].as_str().unwrap_or("?"));
-            (r.id, (r.runbook, who))
-        })
-        .collect();
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let format = if env.json { AuditFormat::Json } else { format };
-    match format {
-        AuditFormat::Json => writeln!(out, "[").ok(),
-        AuditFormat::Markdown => writeln!(
-            out,
-            "| time | run | runbook | who | event | step | attempt | detail |\n|---|---|---|---|---|---|---|---|"
-        )
-        .ok(),
-        AuditFormat::Table => writeln!(
-            out,
-            "{:<27} {:<24} {:<20} {:<16} {:<14} {:<28} {:>3} detail",
-            "time", "run", "runbook", "who", "event", "step", "try"
-        )
-        .ok(),
-    };
-    let mut first = true;
-    journal.for_each_event_since(since, |event| {
-        let (runbook, who) = runs.get(&event.run_id).cloned().unwrap_or_default();
-        let row = Row {
-            ts: event.ts.clone(),
-            run: event.run_id.clone(),
-            runbook,
-            who,
-            event: event.kind().to_string(),
-            step: event.step.clone().unwrap_or_default(),
-            attempt: event.attempt.map(|a| a.to_string()).unwrap_or_default(),
-            detail: detail(&event),
-        };
-        let _ = match format {
-            AuditFormat::Json => {
-                let value = json!({ "seq": event.seq, "ts": row.ts, "run": row.run, "runbook": row.runbook, "who": row.who,
-                    "event": row.event, "step": event.step, "attempt": event.attempt, "detail": row.detail, "data": event.data });
-                let sep = if first { "" } else { "," };
-                writeln!(out, "{sep}{}", serde_json::to_string(&value).unwrap_or_else(|_| Value::Null.to_string()))
+    let opened: Vec<&Journal> = journals.iter().map(|(_, j)| j.as_ref()).collect();
+    let links = check_links(&opened)?;
+    for link in &links {
+        let import = format!("hand-off imported in journal {} (run {})", link.journal + 1, link.run_id);
+        match (&link.problem, link.exporter_journal) {
+            (Some(problem), _) => {
+                intact = false;
+                text.push_str(&format!("{import}: {problem}\n"));
             }
-            AuditFormat::Markdown => writeln!(out, "| {} | {} | {} | {} | {} | {} | {} | {} |", row.ts, row.run, row.runbook, row.who, row.event, row.step, row.attempt, row.detail),
-            AuditFormat::Table => writeln!(out, "{:<27} {:<24} {:<20} {:<16} {:<14} {:<28} {:>3} {}", row.ts, row.run, row.runbook, row.who, row.event, row.step, row.attempt, row.detail),
-        };
-        first = false;
-        Ok(())
-    })?;
-    if format == AuditFormat::Json {
-        writeln!(out, "]").ok();
+            (None, Some(exporter)) => text.push_str(&format!(
+                "{import}: linked to journal {}, which holds the exporter's chain head and records the export\n",
+                exporter + 1
+            )),
+            (None, None) => {
+                text.push_str(&format!("{import}: the exporter's journal was not given; link not checked\n"))
+            }
+        }
     }
-    out.flush().ok();
-    Ok(Exit::Ok)
+    let first = reports.first().map(|r| r["report"].clone()).unwrap_or(Value::Null);
+    env.print(&text, json!({ "intact": intact, "report": first, "journals": reports, "handoffs": links }));
+    Ok(if intact { Exit::Ok } else { Exit::JournalTampered })
 }

@@ -53,7 +53,7 @@ impl Env {
         let azure = azure_settings(global);
         let is_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
         Env {
-            journal_path: global.journal.clone().unwrap_or_else(|| PathBuf::from(".runbook/journal.db")),
+            journal_path: global.journal.first().cloned().unwrap_or_else(|| PathBuf::from(".runbook/journal.db")),
             json,
             mode: display_mode(std::io::stderr().is_terminal(), is_ci, global.quiet, global.no_progress, json),
             registry: registry_for(&azure),

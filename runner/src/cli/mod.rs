@@ -35,9 +35,10 @@ pub struct Cli {
 
 #[derive(Args, Debug, Clone)]
 pub struct Global {
-    /// The journal (SQLite). Default: $RUNBOOK_JOURNAL, else .runbook/journal.db
-    #[arg(long, global = true, env = "RUNBOOK_JOURNAL")]
-    pub journal: Option<PathBuf>,
+    /// The journal (SQLite). Default: $RUNBOOK_JOURNAL, else .runbook/journal.db. `audit` takes
+    /// several (one per person) and merges them
+    #[arg(long, global = true, env = "RUNBOOK_JOURNAL", action = clap::ArgAction::Append)]
+    pub journal: Vec<PathBuf>,
     /// Output for people (text) or machines (json)
     #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
@@ -210,7 +211,8 @@ pub enum Command {
         since: Option<String>,
         #[arg(long, value_enum, default_value_t = AuditFormat::Table)]
         format: AuditFormat,
-        /// Check the hash chain: detects events altered after they were written
+        /// Check each journal's hash chain (detects events altered after they were written) and the
+        /// link every hand-off makes between the journals given
         #[arg(long)]
         verify: bool,
     },
@@ -328,6 +330,12 @@ pub enum AuditFormat {
 
 pub async fn dispatch(cli: Cli) -> CliResult {
     let env = Env::new(&cli.global);
+    if cli.global.journal.len() > 1 && !matches!(cli.command, Command::Audit { .. }) {
+        return Err(exit::CliError::user_hint(
+            "--journal is given more than once",
+            "only `audit` reads several journals; every other command works on one",
+        ));
+    }
     match cli.command {
         Command::List => catalog::list(&env),
         Command::Show { name } => catalog::show(&env, &name),
@@ -357,7 +365,9 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Import { file, identity, trust, trusted_keys, dir, persona } => {
             import::import(&env, &import::ImportArgs { file, identity, trust, trusted_keys, dir, persona })
         }
-        Command::Audit { since, format, verify } => audit::audit(&env, since.as_deref(), format, verify),
+        Command::Audit { since, format, verify } => {
+            audit::audit(&env, &cli.global.journal, since.as_deref(), format, verify)
+        }
         Command::Bench { what: BenchWhat::Engine { steps, dir } } => bench::engine(&env, steps, dir).await,
         #[cfg(feature = "sandbox")]
         Command::Bench { what: BenchWhat::Phase { phase, dir, sandbox } } => {
@@ -365,8 +375,16 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         }
         #[cfg(feature = "sandbox")]
         Command::Rehearse { phase, dir, check_idempotent, oidc_tool, sandbox } => {
-            rehearse::rehearse(&env, phase, dir, cli.global.journal, sandbox.options(), check_idempotent, &oidc_tool)
-                .await
+            rehearse::rehearse(
+                &env,
+                phase,
+                dir,
+                cli.global.journal.first().cloned(),
+                sandbox.options(),
+                check_idempotent,
+                &oidc_tool,
+            )
+            .await
         }
         #[cfg(feature = "sandbox")]
         Command::Sandbox { what: SandboxWhat::Up { dir, sandbox } } => sandbox::up(&env, sandbox.options(), dir).await,

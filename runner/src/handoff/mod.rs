@@ -3,6 +3,7 @@
 //! journal published are each in their own module; `cli/export.rs` and `cli/import.rs` use them.
 
 pub mod format;
+pub mod link;
 pub mod published;
 pub mod sealing;
 pub mod signing;
