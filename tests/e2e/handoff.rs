@@ -525,3 +525,42 @@ fn phase1_by_one_person_feeds_another_journal_and_audit_over_both_verifies_the_l
         assert!(!printed.contains(secret.as_str()), "a secret was printed");
     }
 }
+
+#[test]
+fn a_rehearsal_plays_both_people_with_a_key_pair_each_and_the_hand_off_between_them() {
+    let env = TestEnv::new();
+    let out = env.run_bare(&["rehearse", "--phase", "1", "--output", "json", "--dir", "rehearsals"]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    let result = out.last_json();
+    let handoff = &result["handoff"];
+    let first = PathBuf::from(handoff["from"]["journal"].as_str().unwrap());
+    let second = PathBuf::from(handoff["to"]["journal"].as_str().unwrap());
+    assert_eq!(first, PathBuf::from(result["journal"].as_str().unwrap()));
+    assert_ne!(first, second);
+    assert_eq!(handoff["from"]["persona"], "azure-admin");
+    assert_eq!(handoff["to"]["persona"], "hypershift-admin");
+    let file = std::fs::read(handoff["file"].as_str().unwrap()).unwrap();
+    assert!(String::from_utf8_lossy(&file).contains("-----BEGIN SSH SIGNATURE-----"));
+
+    // Each persona's private key is theirs alone; the second one's files are 0600 where secret.
+    let workdir = PathBuf::from(result["workdir"].as_str().unwrap());
+    for persona in ["azure-admin", "hypershift-admin"] {
+        let key = workdir.join("personas").join(persona).join("id_ed25519");
+        assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600, "{persona}");
+    }
+    let dir = PathBuf::from(handoff["to"]["dir"].as_str().unwrap());
+    for secret_file in ["serviceaccount-signer.private", "azure_mgmt.json", "azure-credentials.json"] {
+        assert_eq!(std::fs::metadata(dir.join(secret_file)).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    // The second journal answers Phase 1's values as the first one does, and both verify with
+    // the link between them.
+    let key = "phase1-workload-identity.oidc_issuer_url";
+    let there = env.run_bare(&["--journal", s(&first), "get", key]);
+    let here = env.run_bare(&["--journal", s(&second), "get", key]);
+    assert_eq!(here.code, 0, "{}", here.all());
+    assert_eq!(here.stdout, there.stdout);
+    let verify = env.run_bare(&["--journal", s(&first), "--journal", s(&second), "audit", "--verify"]);
+    assert_eq!(verify.code, 0, "{}", verify.all());
+    assert!(verify.stdout.contains("linked to journal 1"), "{}", verify.stdout);
+}

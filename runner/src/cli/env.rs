@@ -47,6 +47,14 @@ pub(crate) fn registry_for(azure: &SettingsSource) -> Registry {
     registry
 }
 
+/// Opens the journal at `path` for writing, creating it (and its directory) when missing.
+pub(crate) fn create_journal(path: &std::path::Path) -> CliResult<Journal> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| CliError::user(format!("cannot create `{}`: {e}", dir.display())))?;
+    }
+    Ok(Journal::open(path)?)
+}
+
 impl Env {
     pub fn new(global: &Global) -> Self {
         let json = global.output == OutputFormat::Json;
@@ -70,11 +78,7 @@ impl Env {
 
     /// Opens the journal for writing, creating it (and its directory) when missing.
     pub fn open_journal(&self) -> CliResult<Arc<Journal>> {
-        if let Some(dir) = self.journal_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| CliError::user(format!("cannot create `{}`: {e}", dir.display())))?;
-        }
-        Ok(Arc::new(Journal::open(&self.journal_path)?))
+        Ok(Arc::new(create_journal(&self.journal_path)?))
     }
 
     /// Opens an existing journal without creating anything; None when there is none yet.

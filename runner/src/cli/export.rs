@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
-use runbook_journal::{EventData, HandoffExported, HandoffProvenance, NewEvent};
+use runbook_journal::{EventData, HandoffExported, HandoffProvenance, Journal, NewEvent};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -26,13 +26,46 @@ pub struct ExportArgs {
     pub no_secrets: bool,
 }
 
+/// What an export wrote.
+pub struct Exported {
+    pub file_sha256: String,
+    pub run_id: String,
+    pub checkpoints: Map<String, Value>,
+    pub omitted_secrets: Vec<String>,
+    pub recipient: String,
+    pub signer: String,
+}
+
 pub fn export(env: &Env, args: &ExportArgs) -> CliResult {
     let journal = env.require_intact_journal()?;
+    let exported = export_file(&journal, args)?;
+    let mut text = format!(
+        "exported {} checkpoint(s) of {} to {} (sha256 {}), signed by {}, secrets encrypted to {}\n",
+        exported.checkpoints.len(),
+        args.target,
+        args.out.display(),
+        exported.file_sha256,
+        exported.signer,
+        exported.recipient
+    );
+    if !exported.omitted_secrets.is_empty() {
+        text.push_str(&format!("left out (--no-secrets): {}\n", exported.omitted_secrets.join(", ")));
+    }
+    env.print(
+        &text,
+        json!({ "file": args.out, "sha256": exported.file_sha256, "run": exported.run_id, "checkpoints": exported.checkpoints,
+                "omitted_secrets": exported.omitted_secrets, "recipient": exported.recipient, "signer": exported.signer }),
+    );
+    Ok(Exit::Ok)
+}
+
+/// Writes the hand-off file of `args.target` from `journal` and journals the export.
+pub fn export_file(journal: &Journal, args: &ExportArgs) -> CliResult<Exported> {
     let (runbook, only) = match args.target.split_once('.') {
         Some((runbook, checkpoint)) => (runbook, Some(checkpoint)),
         None => (args.target.as_str(), None),
     };
-    let mut checkpoints = published(&journal, runbook)?;
+    let mut checkpoints = published(journal, runbook)?;
     if let Some(only) = only {
         checkpoints.retain(|name, _| name == only);
     }
@@ -53,7 +86,7 @@ pub fn export(env: &Env, args: &ExportArgs) -> CliResult {
     for (name, checkpoint) in &checkpoints {
         sets.insert(
             name.clone(),
-            checkpoint_set(&journal, name, checkpoint, &recipient, args.no_secrets, &mut omitted)?,
+            checkpoint_set(journal, name, checkpoint, &recipient, args.no_secrets, &mut omitted)?,
         );
     }
 
@@ -104,26 +137,18 @@ pub fn export(env: &Env, args: &ExportArgs) -> CliResult {
         omitted_secrets: omitted.clone(),
     };
     journal.append(&[NewEvent::new(latest.clone(), EventData::HandoffExported(exported))])?;
-
-    let mut text = format!(
-        "exported {} checkpoint(s) of {runbook} to {} (sha256 {file_sha256}), signed by {}, secrets encrypted to {}\n",
-        listed.len(),
-        args.out.display(),
-        signing::fingerprint(key.public_key()),
-        handoff.recipient
-    );
-    if !omitted.is_empty() {
-        text.push_str(&format!("left out (--no-secrets): {}\n", omitted.join(", ")));
-    }
-    env.print(
-        &text,
-        json!({ "file": args.out, "sha256": file_sha256, "run": latest, "checkpoints": listed, "omitted_secrets": omitted, "recipient": handoff.recipient }),
-    );
-    Ok(Exit::Ok)
+    Ok(Exported {
+        file_sha256,
+        run_id: latest,
+        checkpoints: listed,
+        omitted_secrets: omitted,
+        recipient: handoff.recipient,
+        signer: signing::fingerprint(key.public_key()),
+    })
 }
 
 fn checkpoint_set(
-    journal: &runbook_journal::Journal,
+    journal: &Journal,
     checkpoint: &str,
     published: &Published,
     recipient: &Recipient,

@@ -43,7 +43,61 @@ fn refused(file: &Path, why: impl std::fmt::Display, hint: &str) -> CliError {
     CliError::user_hint(format!("refusing `{}`: {why}; nothing was imported", file.display()), hint)
 }
 
+/// What an import did.
+pub enum Imported {
+    /// The same file was imported before, as this run.
+    Already {
+        run_id: String,
+    },
+    New {
+        run_id: String,
+        signer: String,
+        files: Vec<Value>,
+        handoff: Box<Handoff>,
+    },
+}
+
 pub fn import(env: &Env, args: &ImportArgs) -> CliResult {
+    let file = &args.file;
+    let (imported, sha) = import_file(&env.journal_path, args)?;
+    let (run_id, signer, files, handoff) = match imported {
+        Imported::Already { run_id } => {
+            let text = format!("`{}` was already imported (run {run_id}); nothing to do\n", file.display());
+            env.print(&text, json!({ "file": file, "sha256": sha, "run": run_id, "already_imported": true }));
+            return Ok(Exit::Ok);
+        }
+        Imported::New { run_id, signer, files, handoff } => (run_id, signer, files, handoff),
+    };
+    let exporter = &handoff.provenance.who;
+    let mut text = format!(
+        "imported {} of {} from {}@{} (signed by {signer}) as run {run_id}\n",
+        handoff.checkpoints.keys().cloned().collect::<Vec<_>>().join(", "),
+        handoff.provenance.runbook,
+        exporter["user"].as_str().unwrap_or("?"),
+        exporter["host"].as_str().unwrap_or("?"),
+    );
+    for f in &files {
+        text.push_str(&format!(
+            "  {} -> {}{}\n",
+            f["key"].as_str().unwrap_or("?"),
+            f["path"].as_str().unwrap_or("?"),
+            if f["secret"] == json!(true) { " (0600)" } else { "" }
+        ));
+    }
+    if !handoff.omitted_secrets.is_empty() {
+        text.push_str(&format!("left out by the exporter: {}\n", handoff.omitted_secrets.join(", ")));
+    }
+    env.print(
+        &text,
+        json!({ "file": file, "sha256": sha, "run": run_id, "runbook": handoff.provenance.runbook,
+                "signer": signer, "files": files, "omitted_secrets": handoff.omitted_secrets, "provenance": handoff.provenance }),
+    );
+    Ok(Exit::Ok)
+}
+
+/// Checks and takes `args.file` into the journal at `journal_path` (created if missing, and
+/// only once every check passed); returns what was done and the file's SHA-256.
+pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Imported, String)> {
     let file = &args.file;
     let bytes = std::fs::read(file).map_err(|e| CliError::user(format!("cannot read `{}`: {e}", file.display())))?;
     let file_sha256 = hex::encode(Sha256::digest(&bytes));
@@ -69,13 +123,14 @@ pub fn import(env: &Env, args: &ImportArgs) -> CliResult {
         .map_err(|e| refused(file, e, "import it with the build that exported it, or a newer one"))?;
 
     // Re-importing the same file changes nothing.
-    let journal = env.existing_journal()?;
+    let journal = match journal_path.try_exists() {
+        Ok(true) => Some(Journal::open_existing(journal_path)?),
+        _ => None,
+    };
     if let Some(journal) = &journal {
         journal.ensure_intact()?;
-        if let Some(run) = imported_before(journal, &file_sha256)? {
-            let text = format!("`{}` was already imported (run {run}); nothing to do\n", file.display());
-            env.print(&text, json!({ "file": file, "sha256": file_sha256, "run": run, "already_imported": true }));
-            return Ok(Exit::Ok);
+        if let Some(run_id) = imported_before(journal, &file_sha256)? {
+            return Ok((Imported::Already { run_id }, file_sha256));
         }
     }
 
@@ -93,7 +148,7 @@ pub fn import(env: &Env, args: &ImportArgs) -> CliResult {
     }
     let journal = match journal {
         Some(journal) => journal,
-        None => env.open_journal()?,
+        None => crate::cli::env::create_journal(journal_path)?,
     };
     let run_id = crate::who::new_run_id();
     let outcome = journal_import(&journal, &run_id, &handoff, &file_sha256, &values, &files, args.persona.as_deref());
@@ -103,34 +158,9 @@ pub fn import(env: &Env, args: &ImportArgs) -> CliResult {
         }
         return Err(e);
     }
-
-    let exporter = &handoff.provenance.who;
-    let mut text = format!(
-        "imported {} of {} from {}@{} (signed by {signer}) as run {run_id}\n",
-        handoff.checkpoints.keys().cloned().collect::<Vec<_>>().join(", "),
-        handoff.provenance.runbook,
-        exporter["user"].as_str().unwrap_or("?"),
-        exporter["host"].as_str().unwrap_or("?"),
-    );
-    for planned in &files {
-        text.push_str(&format!(
-            "  {} -> {}{}\n",
-            planned.key,
-            planned.path.display(),
-            if planned.secret { " (0600)" } else { "" }
-        ));
-    }
-    if !handoff.omitted_secrets.is_empty() {
-        text.push_str(&format!("left out by the exporter: {}\n", handoff.omitted_secrets.join(", ")));
-    }
-    let written: Vec<Value> =
+    let written =
         files.iter().map(|f| json!({ "key": f.key, "path": f.path, "secret": f.secret, "sha256": f.sha256 })).collect();
-    env.print(
-        &text,
-        json!({ "file": file, "sha256": file_sha256, "run": run_id, "runbook": handoff.provenance.runbook,
-                "signer": signer, "files": written, "omitted_secrets": handoff.omitted_secrets, "provenance": handoff.provenance }),
-    );
-    Ok(Exit::Ok)
+    Ok((Imported::New { run_id, signer, files: written, handoff: Box::new(handoff) }, file_sha256))
 }
 
 fn imported_before(journal: &Journal, file_sha256: &str) -> CliResult<Option<String>> {

@@ -8,8 +8,8 @@ mod catalog;
 pub mod entry;
 mod env;
 pub mod exit;
-mod export;
-mod import;
+pub(crate) mod export;
+pub(crate) mod import;
 mod inspect;
 #[cfg(feature = "sandbox")]
 mod rehearse;

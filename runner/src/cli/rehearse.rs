@@ -119,6 +119,76 @@ fn program_env(
     Ok(settings)
 }
 
+/// The second person's side of a rehearsal: their journal and directory, and the hand-off file
+/// that reached them.
+pub struct SecondPerson {
+    pub journal: PathBuf,
+    pub dir: PathBuf,
+    pub file: PathBuf,
+    pub summary: Value,
+}
+
+/// Plays the hand-off between the two people of the procedure: each persona gets an SSH key
+/// pair; the Azure administrator exports Phase 1's checkpoints from the rehearsal's journal,
+/// signed with theirs and encrypted to the HyperShift administrator's, who imports the file
+/// into a journal and directory of their own, trusting the first key only.
+pub fn hand_off(rehearsal: &Rehearsal) -> CliResult<SecondPerson> {
+    let first = persona_key(&rehearsal.workdir, "azure-admin")?;
+    let second = persona_key(&rehearsal.workdir, "hypershift-admin")?;
+    let dir = rehearsal.workdir.join("hypershift-admin");
+    std::fs::create_dir_all(&dir).map_err(|e| CliError::Internal(e.into()))?;
+    let file = rehearsal.workdir.join("phase1.handoff");
+    let journal = rehearsal.env.require_intact_journal()?;
+    let exported = crate::cli::export::export_file(
+        &journal,
+        &crate::cli::export::ExportArgs {
+            target: PHASES[0].1.to_string(),
+            to: second.1.display().to_string(),
+            out: file.clone(),
+            sign_with: first.0.clone(),
+            no_secrets: false,
+        },
+    )?;
+    let second_journal = dir.join("journal.db");
+    let (imported, _) = crate::cli::import::import_file(
+        &second_journal,
+        &crate::cli::import::ImportArgs {
+            file: file.clone(),
+            identity: Some(second.0.clone()),
+            trust: vec![first.1.display().to_string()],
+            trusted_keys: None,
+            dir: Some(dir.clone()),
+            persona: Some("hypershift-admin".into()),
+        },
+    )?;
+    let import_run = match imported {
+        crate::cli::import::Imported::New { run_id, .. } | crate::cli::import::Imported::Already { run_id } => run_id,
+    };
+    let summary = json!({
+        "file": file, "sha256": exported.file_sha256, "checkpoints": exported.checkpoints,
+        "from": { "persona": "azure-admin", "journal": rehearsal.env.journal_path, "run": exported.run_id, "key": first.1 },
+        "to": { "persona": "hypershift-admin", "journal": second_journal, "dir": dir, "run": import_run, "key": second.1 },
+    });
+    Ok(SecondPerson { journal: second_journal, dir, file, summary })
+}
+
+/// A persona's SSH key pair (private 0600, and `.pub`), made once per rehearsal.
+fn persona_key(workdir: &Path, persona: &str) -> CliResult<(PathBuf, PathBuf)> {
+    let dir = workdir.join("personas").join(persona);
+    std::fs::create_dir_all(&dir).map_err(|e| CliError::Internal(e.into()))?;
+    let private = dir.join("id_ed25519");
+    let public = dir.join("id_ed25519.pub");
+    let mut rng = ssh_key::rand_core::OsRng;
+    let mut key = ssh_key::PrivateKey::random(&mut rng, ssh_key::Algorithm::Ed25519)
+        .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot make a key for {persona}: {e}")))?;
+    key.set_comment(format!("{persona}@rehearsal"));
+    key.write_openssh_file(&private, ssh_key::LineEnding::LF)
+        .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot write `{}`: {e}", private.display())))?;
+    let line = key.public_key().to_openssh().map_err(|e| CliError::Internal(anyhow::anyhow!("{e}")))?;
+    std::fs::write(&public, format!("{line}\n")).map_err(|e| CliError::Internal(e.into()))?;
+    Ok((private, public))
+}
+
 pub fn phases(phase: Option<u8>) -> CliResult<Vec<(u8, &'static str)>> {
     let phases: Vec<(u8, &str)> = PHASES.iter().copied().filter(|(p, _)| phase.is_none_or(|want| want == *p)).collect();
     if phases.is_empty() {
@@ -172,6 +242,11 @@ pub async fn rehearse(
             exit = Exit::StepFailed;
         }
     }
+    // Phase 1's results go to the second person, as the procedure hands them over.
+    let second = match phases.first() {
+        Some((1, _)) if exit == Exit::Ok => Some(hand_off(&rehearsal)?),
+        _ => None,
+    };
     let resources = rehearsal.sandbox.resource_ids();
     let writes = rehearsal.write_requests();
     // Serializing writes per identity must mean Azure never had to refuse one as concurrent.
@@ -189,7 +264,8 @@ pub async fn rehearse(
             "{}",
             json!({ "runs": runs, "resources": resources, "write_requests": writes, "second_pass_write_requests": second_pass_writes,
                     "concurrent_write_conflicts": concurrent_write_conflicts,
-                    "workdir": rehearsal.workdir, "journal": journal })
+                    "workdir": rehearsal.workdir, "journal": journal,
+                    "handoff": second.as_ref().map(|s| &s.summary) })
         );
     } else {
         eprintln!(
@@ -198,6 +274,17 @@ pub async fn rehearse(
             resources.len(),
             journal.display()
         );
+        if let Some(second) = &second {
+            eprintln!(
+                "azure-admin's journal: {}\nhand-off file: {}\nhypershift-admin's journal: {} (files in {})\nthe whole story:\n  runbook --journal {} --journal {} audit --format markdown",
+                journal.display(),
+                second.file.display(),
+                second.journal.display(),
+                second.dir.display(),
+                journal.display(),
+                second.journal.display()
+            );
+        }
     }
     rehearsal.sandbox.shutdown().await;
     Ok(exit)
