@@ -20,6 +20,7 @@ mod faults;
 mod federation;
 mod graph;
 mod graph_shapes;
+mod hypershift;
 pub mod kube;
 mod latency;
 mod request_log;
@@ -138,6 +139,7 @@ impl Shared {
 pub struct Sandbox {
     shared: Arc<Shared>,
     kube: kube::KubeApiServer,
+    hypershift: Arc<hypershift::Hypershift>,
     ca_pem: String,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
@@ -189,13 +191,17 @@ impl Sandbox {
             issuer_client,
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let tasks = listeners
+        let mut tasks: Vec<JoinHandle<()>> = listeners
             .into_iter()
             .map(|(service, listener, _)| {
                 tokio::spawn(server::serve(listener, acceptor.clone(), service, shared.clone(), shutdown_rx.clone()))
             })
             .collect();
-        Ok(Sandbox { shared, kube, ca_pem: tls.ca_pem, shutdown, tasks })
+        // The HyperShift controllers act on the management cluster and start hosted clusters'
+        // API servers signed by the same CA.
+        let (hypershift, controllers) = hypershift::start(shared.clone(), kube.handle(), ca, shutdown_rx);
+        tasks.push(controllers);
+        Ok(Sandbox { shared, kube, hypershift, ca_pem: tls.ca_pem, shutdown, tasks })
     }
 
     /// Azure Resource Manager, e.g. `https://127.0.0.1:PORT/` (paths `/subscriptions/...`).
@@ -229,6 +235,17 @@ impl Sandbox {
     /// for the restricted identity.
     pub fn kubeconfig(&self) -> String {
         self.kube.kubeconfig()
+    }
+
+    /// The API of the hosted cluster of HostedCluster `namespace/name`, once its control plane
+    /// runs (its kubeconfig is also in the `<name>-admin-kubeconfig` secret, key `kubeconfig`).
+    pub fn hosted_cluster(&self, namespace: &str, name: &str) -> Option<kube::KubeHandle> {
+        self.hypershift.hosted_handle(&format!("{namespace}/{name}"))
+    }
+
+    /// The admin kubeconfig of the hosted cluster of HostedCluster `namespace/name`, once it runs.
+    pub fn hosted_cluster_kubeconfig(&self, namespace: &str, name: &str) -> Option<String> {
+        self.hypershift.hosted_kubeconfig(&format!("{namespace}/{name}"))
     }
 
     /// The Blob service without an account, e.g. `https://127.0.0.1:PORT` (no trailing slash).
@@ -317,6 +334,7 @@ impl Sandbox {
         for task in self.tasks {
             let _ = task.await;
         }
+        self.hypershift.shutdown().await;
         self.kube.shutdown().await;
     }
 }

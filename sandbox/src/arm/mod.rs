@@ -3,6 +3,7 @@
 
 mod api_versions;
 mod authorization;
+pub(crate) mod compute;
 mod dns;
 pub(crate) mod errors;
 mod identities;
@@ -249,6 +250,8 @@ async fn route(ctx: &Ctx<'_>, segs: &[String]) -> Reply {
                 lro::dns_result(ctx, tail.first().copied().unwrap_or_default())
             } else if eq(ns, "Microsoft.Network") && (eq(ty, "networkSecurityGroups") || eq(ty, "virtualNetworks")) {
                 network::handle(ctx, rg, ty, tail).await
+            } else if compute::kind_of(ns, ty).is_some() {
+                compute::handle(ctx, rg, ns, ty, tail)
             } else {
                 not_modelled(ctx)
             }
@@ -285,7 +288,10 @@ fn list_in_subscription(ctx: &Ctx<'_>, ns: &str, ty: &str) -> Reply {
         ("microsoft.network", "dnszones") => crate::state::Kind::DnsZone,
         ("microsoft.network", "networksecuritygroups") => crate::state::Kind::NetworkSecurityGroup,
         ("microsoft.network", "virtualnetworks") => crate::state::Kind::VirtualNetwork,
-        _ => return not_modelled(ctx),
+        _ => match compute::kind_of(ns, ty) {
+            Some(kind) => kind,
+            None => return not_modelled(ctx),
+        },
     };
     let now = std::time::Instant::now();
     let state = ctx.shared.state();
@@ -300,6 +306,7 @@ pub(crate) fn render(res: &Resource, now: std::time::Instant) -> serde_json::Val
     match res.kind {
         Kind::StorageAccount => storage::render_account(res, now),
         Kind::NetworkSecurityGroup | Kind::VirtualNetwork => network::render(res, now, false),
+        Kind::VirtualMachine | Kind::NetworkInterface | Kind::Disk => compute::render(res, now),
         _ => res.body.clone(),
     }
 }
@@ -324,5 +331,6 @@ pub(crate) fn live_rg_name(state: &crate::state::State, sub: &str, rg: &str) -> 
         None => Err(errors::resource_group_not_found(rg)),
     }
 }
+pub(crate) use authorization::is_permitted;
 pub(crate) use role_definitions::{container_permission, grants};
 pub(crate) use storage::valid_container_name;

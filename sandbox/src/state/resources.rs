@@ -15,6 +15,10 @@ pub(crate) enum Kind {
     RoleAssignment,
     NetworkSecurityGroup,
     VirtualNetwork,
+    /// Written by the simulated node pool controller, read over ARM.
+    VirtualMachine,
+    NetworkInterface,
+    Disk,
 }
 
 pub(crate) struct Resource {

@@ -1,0 +1,254 @@
+//! The HostedCluster reconciler: validation against the sandbox Azure, the control plane in
+//! its namespace, the hosted API server and its kubeconfig secret, the components' federated
+//! sign-in, and the conditions and version history that report all of it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::actors::Next;
+use super::conditions::Conditions;
+use super::identities::{self, Failure};
+use super::{HOSTED_CLUSTERS, Hypershift, control_plane, hosted_api, release, validation};
+
+/// From first sight until the operator has validated the configuration, at real timing.
+const VALIDATION: Duration = Duration::from_secs(5);
+
+/// The outcome of the last sign-in round and what it was for.
+struct SignIn {
+    /// Generation, issuer and signing key the round used.
+    fingerprint: String,
+    at: Instant,
+    result: Result<usize, Failure>,
+}
+
+pub(crate) struct ClusterReconciler {
+    pub namespace: String,
+    pub name: String,
+    /// `namespace/name`, the key of the hosted API server.
+    pub key: String,
+    first_seen: Instant,
+    sign_in: Option<SignIn>,
+    pub deleting_since: Option<Instant>,
+}
+
+fn available(hc: &Value) -> bool {
+    hc["status"]["conditions"]
+        .as_array()
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Available" && c["status"] == "True"))
+}
+
+/// The signing key the cluster's API server uses for service-account tokens.
+fn signing_key(hs: &Hypershift, hc: &Value) -> Result<rsa::RsaPrivateKey, String> {
+    let (ns, _) = super::name_of(hc);
+    let Some(secret_name) = hc["spec"]["serviceAccountSigningKey"]["name"].as_str() else {
+        return Err(
+            "spec.serviceAccountSigningKey is not set: self-managed Azure needs the issuer's signing key".into()
+        );
+    };
+    let secret = hs
+        .mgmt
+        .get("secrets", Some(&ns), secret_name)
+        .map_err(|_| format!("the service account signing key secret {ns}/{secret_name} does not exist"))?;
+    let pem = super::secret_data(&secret, "key")
+        .ok_or_else(|| format!("the secret {ns}/{secret_name} has no key \"key\""))?;
+    identities::parse_signing_key(&pem).map_err(|e| format!("the secret {ns}/{secret_name}: {e}"))
+}
+
+impl ClusterReconciler {
+    pub(crate) fn new(namespace: &str, name: &str) -> ClusterReconciler {
+        ClusterReconciler {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            key: format!("{namespace}/{name}"),
+            first_seen: Instant::now(),
+            sign_in: None,
+            deleting_since: None,
+        }
+    }
+
+    pub(crate) async fn reconcile(&mut self, hs: &Arc<Hypershift>) -> Next {
+        let Ok(hc) = hs.mgmt.get(HOSTED_CLUSTERS, Some(&self.namespace), &self.name) else {
+            return Next::Done;
+        };
+        if super::deleting(&hc) {
+            return super::finalizers::hosted_cluster(hs, self, &hc).await;
+        }
+        if !super::has_finalizer(&hc) {
+            // The write wakes this reconciler again.
+            super::add_finalizer(hs, HOSTED_CLUSTERS, &hc);
+            return Next::Wait;
+        }
+        let image = hc["spec"]["release"]["image"].as_str().unwrap_or_default().to_string();
+        let mut c = Conditions::new(&hc);
+        c.set("ReconciliationActive", "True", "AsExpected", "Reconciliation active on resource");
+        c.set("SupportedHostedCluster", "True", "AsExpected", "HostedCluster is supported by operator configuration");
+        c.set_bool(
+            "ValidReleaseImage",
+            !image.is_empty(),
+            if image.is_empty() { "MissingReleaseImage" } else { "AsExpected" },
+            if image.is_empty() { "spec.release.image is empty" } else { "Release image is valid" },
+        );
+        let mut status = json!({});
+        let (next, ready_to_report) = self.progress(hs, &hc, &image, &mut c, &mut status).await;
+        let was_available = available(&hc);
+        let version = release::status(&hc["status"]["version"], &image, ready_to_report, &hc["metadata"]["generation"]);
+        if was_available || ready_to_report {
+            status["version"] = version.clone();
+            status["controlPlaneVersion"] = version.clone();
+        } else if !hc["status"]["version"].is_null() {
+            status["version"] = hc["status"]["version"].clone();
+            status["controlPlaneVersion"] = hc["status"]["controlPlaneVersion"].clone();
+        }
+        status["conditions"] = c.into_value();
+        if let Some(handle) = hs.hosted_handle(&self.key)
+            && !status["version"].is_null()
+        {
+            hosted_api::report_version(&handle, &status["version"], was_available || ready_to_report);
+        }
+        super::write_status(&hs.mgmt, HOSTED_CLUSTERS, &hc, status);
+        next
+    }
+
+    /// Sets conditions and status fields as far as the cluster has come; what to do next and
+    /// whether the current release is fully rolled out and signed in.
+    async fn progress(
+        &mut self,
+        hs: &Arc<Hypershift>,
+        hc: &Value,
+        image: &str,
+        c: &mut Conditions,
+        status: &mut Value,
+    ) -> (Next, bool) {
+        let was_available = available(hc);
+        let waiting = |c: &mut Conditions, reason: &str, message: &str| {
+            if !was_available {
+                c.set("Available", "False", reason, message);
+            }
+            c.set("Progressing", "True", reason, message);
+            c.set("Degraded", "False", "AsExpected", "");
+        };
+        let validate_in = hs.scaled(VALIDATION).saturating_sub(self.first_seen.elapsed());
+        if !validate_in.is_zero() {
+            waiting(c, "WaitingForAvailable", "Waiting for hosted control plane to be healthy");
+            return (Next::After(validate_in), false);
+        }
+        let mut problems = {
+            let state = hs.shared.state();
+            validation::problems(&state, &hs.shared.config.subscription_id, hc)
+        };
+        let key = signing_key(hs, hc);
+        if let Err(e) = &key {
+            problems.push(e.clone());
+        }
+        let key = match (key, problems.is_empty()) {
+            (Ok(key), true) => key,
+            _ => {
+                let message = problems.join("; ");
+                c.set("ValidConfiguration", "False", "InvalidConfiguration", &message);
+                c.set("InfrastructureReady", "False", "InfrastructureNotReady", &message);
+                c.set("Available", "False", "InvalidConfiguration", &message);
+                c.set("Progressing", "False", "InvalidConfiguration", &message);
+                c.set("Degraded", "True", "InvalidConfiguration", &message);
+                return (Next::After(hs.retry()), false);
+            }
+        };
+        c.set("ValidConfiguration", "True", "AsExpected", "Configuration passes validation");
+        c.set("ValidReleaseInfo", "True", "AsExpected", "Release image info is valid");
+        c.set("PlatformCredentialsFound", "True", "AsExpected", "Required platform credentials are found");
+        c.set("InfrastructureReady", "True", "AsExpected", "All is well");
+
+        let cp = control_plane::namespace_of(&self.namespace, &self.name);
+        control_plane::ensure(hs, hc, &cp);
+        control_plane::roll_out(hs, &cp, image);
+        let ready = control_plane::readiness(hs, &cp, image);
+        let etcd = ready.has(control_plane::ETCD);
+        c.set_bool(
+            "EtcdAvailable",
+            etcd,
+            if etcd { "EtcdQuorumAvailable" } else { "EtcdWaitingForQuorum" },
+            if etcd { "" } else { "Waiting for etcd to reach quorum" },
+        );
+        let mut api_up = false;
+        if ready.has(control_plane::KUBE_APISERVER) {
+            match hosted_api::ensure_server(hs, &self.key, hc).await {
+                Ok(_) => {
+                    hosted_api::ensure_secrets(hs, &self.key, hc);
+                    api_up = true;
+                }
+                Err(e) => {
+                    c.set("Degraded", "True", "KubeAPIServerUnavailable", &e);
+                }
+            };
+        }
+        if api_up {
+            c.set("KubeAPIServerAvailable", "True", "AsExpected", "Kube APIServer deployment is available");
+            status["kubeconfig"] = json!({"name": hosted_api::kubeconfig_secret_name(&self.name)});
+            status["kubeadminPassword"] = json!({"name": hosted_api::kubeadmin_secret_name(&self.name)});
+            status["controlPlaneEndpoint"] = json!({"host": format!("api.{}.{}", self.name, hc["spec"]["dns"]["baseDomain"].as_str().unwrap_or_default()), "port": 443});
+        } else {
+            c.set(
+                "KubeAPIServerAvailable",
+                "False",
+                "WaitingForAvailable",
+                "Waiting for Kube APIServer deployment to become available",
+            );
+        }
+        let ignition = ready.has(control_plane::IGNITION);
+        c.set_bool(
+            "IgnitionEndpointAvailable",
+            ignition,
+            if ignition { "AsExpected" } else { "IgnitionServerDeploymentNotFound" },
+            if ignition { "Ignition server deployment is available" } else { "Waiting for the ignition server" },
+        );
+        if !ready.all() || !api_up {
+            let message = format!("Waiting for control plane components: {}", ready.waiting.join(", "));
+            waiting(c, "WaitingForAvailable", &message);
+            return (Next::Wait, false);
+        }
+
+        // Every component signs in; cached while the inputs hold, failures retried.
+        let identities_json = &hc["spec"]["platform"]["azure"]["azureAuthenticationConfig"]["workloadIdentities"];
+        let issuer = hc["spec"]["issuerURL"].as_str().unwrap_or_default();
+        let fingerprint =
+            format!("{}|{issuer}|{identities_json}|{}", hc["metadata"]["generation"], identities::key_id(&key));
+        let stale = self
+            .sign_in
+            .as_ref()
+            .is_none_or(|s| s.fingerprint != fingerprint || (s.result.is_err() && s.at.elapsed() >= hs.retry()));
+        if stale {
+            let result = identities::sign_in_all(&hs.shared, identities_json, issuer, &key).await;
+            self.sign_in = Some(SignIn { fingerprint, at: Instant::now(), result });
+        }
+        let sign_in = self.sign_in.as_ref().expect("set above");
+        match &sign_in.result {
+            Err(failure) => {
+                let message = failure.message();
+                c.set("Available", "False", "WorkloadIdentityAuthenticationFailed", &message);
+                c.set("Progressing", "False", "WorkloadIdentityAuthenticationFailed", &message);
+                c.set("Degraded", "True", "WorkloadIdentityAuthenticationFailed", &message);
+                let again = hs.retry().saturating_sub(sign_in.at.elapsed()).max(Duration::from_millis(1));
+                (Next::After(again), false)
+            }
+            Ok(_) => {
+                c.set("Available", "True", "AsExpected", "The hosted control plane is available");
+                c.set("Degraded", "False", "AsExpected", "The hosted cluster is not degraded");
+                c.set(
+                    "ReconciliationSucceeded",
+                    "True",
+                    "ReconciliatonSucceeded",
+                    "Reconciliation completed successfully",
+                );
+                let rolled = release::completed(&hc["status"]["version"], image);
+                c.set_bool(
+                    "Progressing",
+                    false,
+                    "AsExpected",
+                    if rolled { "HostedCluster is at expected version" } else { "Rolled out the new release" },
+                );
+                (Next::Wait, true)
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! Release images and the version history HyperShift reports (`ClusterVersionStatus`): the
+//! newest entry first, `Partial` while a release rolls out, `Completed` with a
+//! `completionTime` once it has.
+
+use serde_json::{Value, json};
+
+use super::now;
+
+/// The OpenShift version a release image names: `…/ocp-release:4.18.5-multi` gives `4.18.5`;
+/// a digest-only reference keeps its digest.
+pub(crate) fn version_of(image: &str) -> String {
+    let last = image.rsplit('/').next().unwrap_or(image);
+    if let Some((_, digest)) = last.split_once('@') {
+        return digest.to_string();
+    }
+    let tag = last.split_once(':').map(|(_, t)| t).unwrap_or(last);
+    for arch in ["-multi", "-x86_64", "-aarch64", "-arm64", "-amd64"] {
+        if let Some(v) = tag.strip_suffix(arch) {
+            return v.to_string();
+        }
+    }
+    tag.to_string()
+}
+
+/// The version status for `image`: a new `Partial` entry when it is not the newest one,
+/// marked `Completed` when `rolled_out`.
+pub(crate) fn status(previous: &Value, image: &str, rolled_out: bool, generation: &Value) -> Value {
+    let mut history: Vec<Value> = previous["history"].as_array().cloned().unwrap_or_default();
+    if history.first().is_none_or(|h| h["image"].as_str() != Some(image)) {
+        history.insert(
+            0,
+            json!({"state": "Partial", "version": version_of(image), "image": image, "startedTime": now(), "verified": false}),
+        );
+    }
+    if rolled_out && history[0]["state"] != "Completed" {
+        history[0]["state"] = json!("Completed");
+        history[0]["completionTime"] = json!(now());
+    }
+    json!({
+        "desired": {"image": image, "version": version_of(image)},
+        "history": history,
+        "observedGeneration": generation,
+    })
+}
+
+/// Whether the newest entry of a version status is for `image` and complete.
+pub(crate) fn completed(version: &Value, image: &str) -> bool {
+    version["history"][0]["image"].as_str() == Some(image) && version["history"][0]["state"] == "Completed"
+}
