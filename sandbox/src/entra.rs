@@ -116,7 +116,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
         };
         let object_id = match object_id {
             Ok(id) => id,
-            Err(reply) => return reply,
+            Err(refusal) => return aadsts_reply(&refusal),
         };
         shared.sleep(Operation::Token).await;
         let (token, expires_in) = issue(shared, client_id, &object_id, scope);
@@ -176,20 +176,25 @@ pub(crate) fn issue(shared: &Shared, client_id: &str, object_id: &str, scope: &s
     (auth::mint(&shared.token_key, &claims), TOKEN_LIFETIME_SECS)
 }
 
-fn invalid_secret(client_id: &str) -> Reply {
-    token_error(
-        StatusCode::UNAUTHORIZED,
-        "invalid_client",
-        7000215,
-        &format!(
+fn invalid_secret(client_id: &str) -> AadstsError {
+    AadstsError {
+        status: StatusCode::UNAUTHORIZED.as_u16(),
+        error: "invalid_client".into(),
+        code: 7000215,
+        text: format!(
             "Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID, for a secret added to app '{client_id}'."
         ),
-    )
+    }
 }
 
 /// Registered clients, then Graph applications with a password credential (whose
 /// service principal must exist, as in a real tenant).
-fn authenticate_secret(state: &crate::state::State, client_id: &str, secret: &str) -> Result<String, Reply> {
+/// Also how in-process components (external-dns) sign in with a client secret.
+pub(crate) fn authenticate_secret(
+    state: &crate::state::State,
+    client_id: &str,
+    secret: &str,
+) -> Result<String, AadstsError> {
     if let Some(client) = state.clients.get(client_id) {
         return if client.secret == secret { Ok(client.object_id.clone()) } else { Err(invalid_secret(client_id)) };
     }
@@ -203,6 +208,6 @@ fn authenticate_secret(state: &crate::state::State, client_id: &str, secret: &st
                 Err(invalid_secret(client_id))
             }
         }
-        _ => Err(aadsts_reply(&AadstsError::unknown_client(client_id, "sandbox"))),
+        _ => Err(AadstsError::unknown_client(client_id, "sandbox")),
     }
 }

@@ -29,6 +29,8 @@ const MANAGED_RG: &str = "example-example-x7k2p";
 const NSG_RG: &str = "example-nsg-example-x7k2p";
 const VNET_RG: &str = "example-vnet-example-x7k2p";
 const BASE_DOMAIN: &str = "example.com";
+/// The zone delegated to external-dns.
+const EXTERNAL_DOMAIN: &str = "hc.example.com";
 const ACCOUNT: &str = "exampleoidc";
 const RELEASE: &str = "quay.io/openshift-release-dev/ocp-release:4.19.7-multi";
 const HC: &str = "hostedclusters.hypershift.openshift.io";
@@ -322,7 +324,12 @@ impl Rig {
                 "dns": {"baseDomain": BASE_DOMAIN},
                 "networking": {"networkType": "OVNKubernetes", "clusterNetwork": [{"cidr": "10.132.0.0/14"}], "serviceNetwork": [{"cidr": "172.31.0.0/16"}]},
                 "etcd": {"managementType": "Managed"},
-                "services": [],
+                "services": [
+                    {"service": "APIServer", "servicePublishingStrategy": {"type": "LoadBalancer", "loadBalancer": {"hostname": format!("api-{NAME}.{EXTERNAL_DOMAIN}")}}},
+                    {"service": "OAuthServer", "servicePublishingStrategy": {"type": "Route", "route": {"hostname": format!("oauth-{NAME}.{EXTERNAL_DOMAIN}")}}},
+                    {"service": "Konnectivity", "servicePublishingStrategy": {"type": "Route", "route": {"hostname": format!("konnectivity-{NAME}.{EXTERNAL_DOMAIN}")}}},
+                    {"service": "Ignition", "servicePublishingStrategy": {"type": "Route", "route": {"hostname": format!("ignition-{NAME}.{EXTERNAL_DOMAIN}")}}},
+                ],
                 "platform": {"type": "Azure", "azure": {
                     "location": "eastus", "resourceGroup": MANAGED_RG, "subscriptionID": sub, "tenantID": self.sandbox.tenant_id(),
                     "vnetID": vnet_id, "subnetID": format!("{vnet_id}/subnets/default"),
@@ -575,5 +582,125 @@ async fn real_kubectl_lists_the_hosted_clusters_nodes() {
         String::from_utf8(output.stdout).unwrap().lines().map(|l| l.trim_start_matches("node/").to_string()).collect();
     listed.sort();
     assert_eq!(listed, rig.managed("Microsoft.Compute/virtualMachines").await);
+    rig.sandbox.shutdown().await;
+}
+
+/// external-dns as `hypershift install --external-dns-provider=azure` deploys it, with the
+/// credentials file in its secret.
+fn install_external_dns(rig: &Rig, client_id: &str, secret: &str) {
+    let h = &rig.mgmt;
+    if h.get("namespaces", None, "hypershift").is_err() {
+        h.create("namespaces", None, json!({"metadata": {"name": "hypershift"}}), "hypershift").unwrap();
+    }
+    let credentials = json!({
+        "tenantId": rig.sandbox.tenant_id(), "subscriptionId": rig.sandbox.subscription_id(),
+        "resourceGroup": "dns", "aadClientId": client_id, "aadClientSecret": secret,
+    });
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "external-dns-credentials", "namespace": "hypershift"},
+        "data": {"credentials": STANDARD.encode(credentials.to_string())}});
+    h.apply("secrets", Some("hypershift"), secret, "hypershift").unwrap();
+    let deployment = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "external-dns", "namespace": "hypershift"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"name": "external-dns"}},
+            "template": {"metadata": {"labels": {"name": "external-dns", "app": "external-dns"}},
+                "spec": {"containers": [{"name": "external-dns", "image": "registry.k8s.io/external-dns/external-dns:v0.15.0",
+                    "args": ["--source=service", "--source=openshift-route", format!("--domain-filter={EXTERNAL_DOMAIN}"), "--provider=azure",
+                        "--azure-config-file=/etc/provider/credentials", "--txt-owner-id=sandbox-owner", "--policy=upsert-only"],
+                    "volumeMounts": [{"name": "credentials", "mountPath": "/etc/provider"}]}],
+                    "volumes": [{"name": "credentials", "secret": {"secretName": "external-dns-credentials"}}]}}},
+    });
+    h.apply("deployments.apps", Some("hypershift"), deployment, "hypershift").unwrap();
+}
+
+fn external_dns_pod(rig: &Rig) -> Value {
+    rig.mgmt
+        .list("pods", Some("hypershift"), Some("name=external-dns"))
+        .unwrap()
+        .first()
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn external_dns_signs_in_with_its_credentials_and_writes_the_clusters_records() {
+    let rig = Rig::start(Breakage::default()).await;
+    let zone = rig
+        .arm
+        .put(
+            &format!(
+                "/resourceGroups/dns/providers/Microsoft.Network/dnsZones/{EXTERNAL_DOMAIN}?api-version=2018-05-01"
+            ),
+            json!({"location": "global"}),
+        )
+        .await;
+    assert_eq!(zone.status, 201);
+    let client_id = "6f1c2d3e-0000-4000-8000-00000000e0d5";
+    rig.sandbox.register_client(client_id, "the-right-secret");
+    let object_id = rig.sandbox.client_object_id(client_id).unwrap();
+    let assignment = rig
+        .arm
+        .put(
+            &format!(
+                "/resourceGroups/dns/providers/Microsoft.Network/dnsZones/{EXTERNAL_DOMAIN}/providers/Microsoft.Authorization/roleAssignments/{}?api-version=2022-04-01",
+                uuid::Uuid::new_v4()
+            ),
+            json!({"properties": {
+                "roleDefinitionId": format!("/subscriptions/{}/providers/Microsoft.Authorization/roleDefinitions/{CONTRIBUTOR}", rig.sandbox.subscription_id()),
+                "principalId": object_id, "principalType": "ServicePrincipal"}}),
+        )
+        .await;
+    assert_eq!(assignment.status, 201, "{:?}", assignment.body);
+
+    // A wrong client secret: the pod crash-loops and an Event quotes Entra's refusal.
+    install_external_dns(&rig, client_id, "a-wrong-secret");
+    eventually("external-dns crash-loops", || {
+        external_dns_pod(&rig)["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    })
+    .await;
+    let pod = external_dns_pod(&rig);
+    assert_eq!(condition(&pod, "Ready")["status"], "False");
+    let events = rig.mgmt.list("events", Some("hypershift"), None).unwrap();
+    let back_off = events
+        .iter()
+        .find(|e| e["reason"] == "BackOff" && e["involvedObject"]["name"] == pod["metadata"]["name"])
+        .expect("a BackOff event");
+    assert_eq!(back_off["type"], "Warning");
+    assert!(back_off["message"].as_str().unwrap().contains("AADSTS7000215"), "{back_off:#}");
+    eventually("the deployment is unavailable", || {
+        let d = rig.mgmt.get("deployments.apps", Some("hypershift"), "external-dns").unwrap();
+        d["status"]["availableReplicas"].as_i64().unwrap_or(0) == 0
+            && d["status"]["observedGeneration"] == d["metadata"]["generation"]
+    })
+    .await;
+
+    // The right secret: it runs, and writes A and TXT records for the cluster's hostnames.
+    install_external_dns(&rig, client_id, "the-right-secret");
+    eventually("external-dns is ready", || condition(&external_dns_pod(&rig), "Ready")["status"] == "True").await;
+    rig.create_cluster(0);
+    let record = |ty: &str, name: &str| {
+        format!(
+            "/resourceGroups/dns/providers/Microsoft.Network/dnsZones/{EXTERNAL_DOMAIN}/{ty}/{name}?api-version=2018-05-01"
+        )
+    };
+    let mut found = Value::Null;
+    for _ in 0..300 {
+        let a = rig.arm.get(&record("A", "api-example")).await;
+        if a.status == 200 {
+            found = a.body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(found["properties"]["fqdn"], format!("api-example.{EXTERNAL_DOMAIN}."), "{found:#}");
+    assert!(found["properties"]["ARecords"][0]["ipv4Address"].is_string());
+    let txt = rig.arm.get(&record("TXT", "oauth-example")).await;
+    assert_eq!(txt.status, 200);
+    assert!(
+        txt.body["properties"]["TXTRecords"][0]["value"][0]
+            .as_str()
+            .unwrap()
+            .contains("external-dns/owner=sandbox-owner")
+    );
     rig.sandbox.shutdown().await;
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::Hypershift;
+use super::external_dns::ExternalDnsReconciler;
 use super::hostedcluster::ClusterReconciler;
 use super::nodepool::NodePoolReconciler;
 
@@ -15,6 +16,7 @@ use super::nodepool::NodePoolReconciler;
 pub(crate) enum Kind {
     Cluster,
     NodePool,
+    ExternalDns,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -43,6 +45,7 @@ pub(crate) enum Next {
 enum Reconciler {
     Cluster(Box<ClusterReconciler>),
     NodePool(NodePoolReconciler),
+    ExternalDns(ExternalDnsReconciler),
 }
 
 impl Reconciler {
@@ -50,6 +53,7 @@ impl Reconciler {
         match self {
             Reconciler::Cluster(r) => r.reconcile(hs).await,
             Reconciler::NodePool(r) => r.reconcile(hs).await,
+            Reconciler::ExternalDns(r) => r.reconcile(hs).await,
         }
     }
 }
@@ -71,6 +75,7 @@ async fn run(hs: Arc<Hypershift>, key: Key, mut rx: mpsc::Receiver<()>) {
     let mut reconciler = match key.kind {
         Kind::Cluster => Reconciler::Cluster(Box::new(ClusterReconciler::new(&key.namespace, &key.name))),
         Kind::NodePool => Reconciler::NodePool(NodePoolReconciler::new(&key.namespace, &key.name)),
+        Kind::ExternalDns => Reconciler::ExternalDns(ExternalDnsReconciler::new(&key.namespace, &key.name)),
     };
     let mut shutdown = hs.shutdown.clone();
     loop {

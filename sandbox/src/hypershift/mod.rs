@@ -9,6 +9,8 @@
 //! - [`nodepool`]: a NodePool becomes Azure VMs (with NIC and OS disk) in the managed
 //!   resource group and Ready nodes in the hosted cluster's API.
 //! - Deleting either runs its finalizer ([`finalizers`]).
+//! - [`external_dns`]: the operator's external-dns signs in with its credentials secret and
+//!   writes the hosted clusters' records.
 //!
 //! Each object is reconciled by its own task ([`actors`]), woken by store events and by
 //! its own timers; reconciles are level-triggered and idempotent.
@@ -16,6 +18,7 @@
 mod actors;
 mod conditions;
 mod control_plane;
+mod external_dns;
 mod finalizers;
 mod hosted_api;
 mod hostedcluster;
@@ -143,6 +146,9 @@ fn resync(hs: &Arc<Hypershift>) {
             actors::poke(hs, actors::Key::new(kind, &ns, &name));
         }
     }
+    for ns in external_dns::deployments(hs) {
+        actors::poke(hs, actors::Key::new(actors::Kind::ExternalDns, &ns, external_dns::DEPLOYMENT));
+    }
 }
 
 /// Which reconcilers a change concerns.
@@ -150,6 +156,9 @@ fn route(hs: &Arc<Hypershift>, ev: &StoreEvent) {
     match ev.resource.as_str() {
         HOSTED_CLUSTERS => {
             actors::poke(hs, actors::Key::new(actors::Kind::Cluster, &ev.namespace, &ev.name));
+            for ns in external_dns::deployments(hs) {
+                actors::poke(hs, actors::Key::new(actors::Kind::ExternalDns, &ns, external_dns::DEPLOYMENT));
+            }
             for np in node_pools_of(hs, &ev.namespace, &ev.name) {
                 actors::poke(hs, actors::Key::new(actors::Kind::NodePool, &ev.namespace, &np));
             }
@@ -162,6 +171,10 @@ fn route(hs: &Arc<Hypershift>, ev: &StoreEvent) {
         }
         "deployments.apps" | "pods" | "namespaces" | "secrets" => {
             let ns = if ev.resource == "namespaces" { &ev.name } else { &ev.namespace };
+            let external_dns_changed = ev.resource == "deployments.apps" && ev.name == external_dns::DEPLOYMENT;
+            if ev.resource != "namespaces" && (external_dns_changed || external_dns::runs_in(hs, ns)) {
+                actors::poke(hs, actors::Key::new(actors::Kind::ExternalDns, ns, external_dns::DEPLOYMENT));
+            }
             let owner = hs.control_planes.lock().expect("control planes lock").get(ns).cloned();
             if let Some((hc_ns, hc_name)) = owner.as_deref().and_then(|k| k.split_once('/')) {
                 actors::poke(hs, actors::Key::new(actors::Kind::Cluster, hc_ns, hc_name));
