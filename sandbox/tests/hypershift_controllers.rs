@@ -98,6 +98,8 @@ struct Breakage {
     no_nsg: bool,
     /// The node pool management identity holds no role on the managed resource group.
     no_node_pool_role: bool,
+    /// The issuer's container is private: Entra cannot read the discovery document.
+    private_issuer: bool,
 }
 
 struct Rig {
@@ -118,7 +120,11 @@ fn kubernetes_kid() -> String {
 
 impl Rig {
     async fn start(broken: Breakage) -> Rig {
-        let sandbox = support::start(SandboxConfig::instant()).await;
+        Rig::start_with(SandboxConfig::instant(), broken).await
+    }
+
+    async fn start_with(config: SandboxConfig, broken: Breakage) -> Rig {
+        let sandbox = support::start(config).await;
         let arm = Arm::new(&sandbox).await;
         let mgmt = sandbox.kube().handle();
         let sub = sandbox.subscription_id().to_string();
@@ -153,6 +159,17 @@ impl Rig {
         assert_eq!(zone.status, 201, "{:?}", zone.body);
 
         let issuer = Self::publish_issuer(&sandbox, &arm, broken.wrong_kid).await;
+        if broken.private_issuer {
+            let private = arm
+                .put(
+                    &format!(
+                        "/resourceGroups/oidc/providers/Microsoft.Storage/storageAccounts/{ACCOUNT}/blobServices/default/containers/{ACCOUNT}?api-version=2025-06-01"
+                    ),
+                    json!({"properties": {"publicAccess": "None"}}),
+                )
+                .await;
+            assert_eq!(private.status, 200, "{:?}", private.body);
+        }
         let mut client_ids = BTreeMap::new();
         for (component, subjects) in IDENTITIES {
             let path = format!(
@@ -702,5 +719,57 @@ async fn external_dns_signs_in_with_its_credentials_and_writes_the_clusters_reco
             .unwrap()
             .contains("external-dns/owner=sandbox-owner")
     );
+    rig.sandbox.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_issuer_in_a_private_container_cannot_be_read_by_entra() {
+    let rig = Rig::start(Breakage { private_issuer: true, ..Breakage::default() }).await;
+    rig.create_cluster(0);
+    let degraded = rig.wait_for_condition("Degraded", "True").await;
+    let message = degraded["message"].as_str().unwrap();
+    assert!(message.starts_with("disk "), "{message}");
+    assert!(message.contains("AADSTS90061"), "{message}");
+    rig.sandbox.shutdown().await;
+}
+
+#[tokio::test]
+async fn conditions_and_machines_progress_on_the_latency_model() {
+    // Azure answers without replication windows; the controllers and pods take 1% of real time.
+    let config = SandboxConfig {
+        latency: runbook_sandbox::LatencyModel::scaled(0.01),
+        kube: runbook_sandbox::kube::KubeApiConfig::scaled(0.01),
+        ..SandboxConfig::instant()
+    };
+    let rig = Rig::start_with(config, Breakage::default()).await;
+    rig.create_cluster(1);
+    eventually("a first status", || !condition(&rig.hc(), "Available").is_null()).await;
+    let first = condition(&rig.hc(), "Available");
+    assert_eq!(first["status"], "False");
+    assert_eq!(first["reason"], "WaitingForAvailable");
+    assert_eq!(condition(&rig.hc(), "Progressing")["status"], "True");
+    rig.wait_for_condition("Available", "True").await;
+
+    // The VM is created first and provisions; its node joins afterwards.
+    let mut states = Vec::new();
+    for _ in 0..3000 {
+        let vms = rig
+            .arm
+            .get(&format!(
+                "/resourceGroups/{MANAGED_RG}/providers/Microsoft.Compute/virtualMachines?api-version=2024-07-01"
+            ))
+            .await;
+        if let Some(state) = vms.body["value"][0]["properties"]["provisioningState"].as_str()
+            && states.last().map(String::as_str) != Some(state)
+        {
+            states.push(state.to_string());
+        }
+        if states.last().map(String::as_str) == Some("Succeeded") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(states, ["Creating", "Succeeded"]);
+    pool_converges(&rig, 1).await;
     rig.sandbox.shutdown().await;
 }
