@@ -235,6 +235,13 @@ fn a_signed_export_imports_into_another_journal_and_feeds_requires() {
     let ids = bob.env.path().join("ids.json");
     assert_eq!(std::fs::read_to_string(&ids).unwrap(), "{\"clientID\": \"0000-1111\"}");
 
+    // The import is a run of its own that says what it is; there is nothing of it to resume.
+    let status = bob.ok(&["status"]);
+    assert!(status.stdout.contains("of handoff-source (imported)"), "{}", status.stdout);
+    let resume = bob.run(&["resume"]);
+    assert_eq!(resume.code, 2, "{}", resume.all());
+    assert!(resume.stderr.contains("is the import of a hand-off file"), "{}", resume.stderr);
+
     // The same file again changes nothing.
     let events = bob.env.events().len();
     let again = scene.import(&scene.file, &scene.bob_key, &scene.alice_pub);

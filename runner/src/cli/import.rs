@@ -376,7 +376,8 @@ fn journal_import(
         id: run_id.to_string(),
         runbook: handoff.provenance.runbook.clone(),
         runbook_digest: handoff.provenance.runbook_digest.clone(),
-        vars: json!({}),
+        // Marks the run as an import: there is nothing of it to resume.
+        vars: json!({ "handoff": { "file_sha256": file_sha256 } }),
         who: crate::who::who(persona),
     })?;
     let imported = HandoffImported {

@@ -94,6 +94,7 @@ pub fn status(env: &Env, run: Option<&str>) -> CliResult {
     let (states, finished) = step_states(&journal, &record.id)?;
     let run_state = match &finished {
         Some(data) => data["status"].as_str().unwrap_or("unknown").to_string(),
+        None if record.vars.get("handoff").is_some() => "imported".into(),
         None => "running or interrupted".into(),
     };
     let mut text = String::new();

@@ -411,6 +411,12 @@ pub async fn resume(env: &Env, run: Option<&str>, raw_vars: &[String], rerun: &R
         })?,
         None => journal.latest_run(None)?.ok_or_else(|| CliError::user("the journal has no runs to resume"))?,
     };
+    if record.vars.get("handoff").is_some() {
+        return Err(CliError::user_hint(
+            format!("run {} is the import of a hand-off file; there is nothing of it to resume", record.id),
+            "name the run to resume (`runbook audit` lists the runs), or run the next runbook",
+        ));
+    }
     check_same_azure(env, &record)?;
     let origin = match (&record.vars["origin"]["bundled"], &record.vars["origin"]["file"]) {
         (Value::String(name), _) => name.clone(),
