@@ -1,5 +1,6 @@
 //! Who is acting: journaled with every run and approval.
 
+use runbook_steps::SettingsSource;
 use serde_json::{Value, json};
 
 /// The OS user's name: RUNBOOK_USER, USER or LOGNAME when set, else the account database's
@@ -51,6 +52,47 @@ pub fn who(persona: Option<&str>) -> Value {
         "azure_principal": std::env::var("AZURE_CLIENT_ID").ok(),
     })
 }
+
+/// [`who`] with the Azure principal the run's credential signs in as (object id, app, user,
+/// display name), for a runbook with steps that act on Azure. Looked up once per process and
+/// Azure (a rehearsal's second pass asks nothing again), bounded in time, and on failure
+/// recorded as unknown: the run's first Azure step reports a sign-in problem properly.
+pub async fn who_signed_in(persona: Option<&str>, runbook: &crate::model::Runbook, azure: &SettingsSource) -> Value {
+    let mut who = who(persona);
+    if !runbook.steps.iter().any(|s| AZURE_KINDS.contains(&s.kind.name())) {
+        return who;
+    }
+    let target = serde_json::to_string(&azure.target()).unwrap_or_default();
+    let key = format!("{target}|{}", azure.var("AZURE_CLIENT_ID").unwrap_or_default());
+    let known = PRINCIPALS.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
+    let principal = match known {
+        Some(principal) => principal,
+        None => {
+            let looked_up = match azure.load() {
+                Ok(settings) => tokio::time::timeout(
+                    std::time::Duration::from_secs(15),
+                    runbook_steps::signed_in_principal(&settings),
+                )
+                .await
+                .ok()
+                .and_then(Result::ok),
+                Err(_) => None,
+            };
+            let principal = looked_up.unwrap_or(Value::Null);
+            PRINCIPALS.lock().unwrap_or_else(|p| p.into_inner()).insert(key, principal.clone());
+            principal
+        }
+    };
+    if !principal.is_null() {
+        who["azure_principal"] = principal;
+    }
+    who
+}
+
+const AZURE_KINDS: [&str; 3] = ["arm", "graph", "blob"];
+
+static PRINCIPALS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, Value>>> =
+    std::sync::LazyLock::new(Default::default);
 
 /// Sortable by time, readable, and unique enough for one journal.
 pub fn new_run_id() -> String {

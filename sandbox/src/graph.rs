@@ -102,6 +102,14 @@ fn directory_object(state: &crate::state::State, base: &str, tenant: &str, id: &
     if let Some(sp) = state.service_principals.get(id) {
         return Some(typed(render_sp(base, sp, tenant, false)));
     }
+    // A client registered with the token endpoint (the sandbox's own operator among them) has a
+    // service principal in a real tenant; its display name is its client id's.
+    if let Some((client_id, _)) = state.clients.iter().find(|(_, c)| c.object_id.eq_ignore_ascii_case(id)) {
+        return Some(typed(json!({
+            "id": id, "appId": client_id, "displayName": format!("sandbox-client-{}", client_id.chars().take(8).collect::<String>()),
+            "accountEnabled": true, "servicePrincipalType": "Application", "servicePrincipalNames": [client_id],
+        })));
+    }
     let identity = state.resources.values().find(|r| {
         r.kind == crate::state::Kind::Identity
             && r.body["properties"]["principalId"].as_str().is_some_and(|p| p.eq_ignore_ascii_case(id))

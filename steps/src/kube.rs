@@ -130,15 +130,18 @@ impl StepKind for Kube {
         let mut session = Session::new(&kube, ctx);
         let result = perform(&mut session, &inputs).await;
         let writes = json!(session.writes);
+        let user = json!(kube.user);
         match result {
             Ok(Produced { outputs, mut evidence }) => {
                 attach(&mut evidence, "action", json!(inputs.action()));
                 attach(&mut evidence, "writes", writes);
+                attach(&mut evidence, "kube_user", user);
                 Ok(StepOutcome { outputs, evidence })
             }
             Err(mut error) => {
                 attach(&mut error.evidence, "action", json!(inputs.action()));
                 attach(&mut error.evidence, "writes", writes);
+                attach(&mut error.evidence, "kube_user", user);
                 Err(error)
             }
         }

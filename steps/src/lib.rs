@@ -27,6 +27,7 @@ mod template;
 
 pub use arm::{Arm, ArmAction, ArmInputs, PrincipalType};
 pub use azure::preflight::DECISIVE_CODES as PREFLIGHT_DECISIVE_CODES;
+pub use azure::whoami::signed_in_principal;
 pub use azure::{AzureSettings, AzureTarget, CredentialChoice, SettingsSource, is_loopback_url};
 pub use blob::{Blob, BlobAction, BlobAuth, BlobInputs, BlobPublicAccess};
 pub use checkpoint::Checkpoint;

@@ -115,6 +115,8 @@ async fn apply_creates_then_makes_no_write_then_meets_a_conflict() {
     let version = created.outputs["resource_version"].clone();
     assert!(version.is_string(), "{:?}", created.outputs);
     assert_eq!(rig.writes("/configmaps/settings"), 1);
+    // Who acted on the cluster: the kubeconfig context's user.
+    assert_eq!(created.evidence["kube_user"], "sandbox-admin");
 
     // Same object again: nothing is sent, the resourceVersion is unchanged.
     let again = rig.run(configmap("settings", "one")).await.expect("no-op");

@@ -475,7 +475,7 @@ fn phase1_by_one_person_feeds_another_journal_and_audit_over_both_verifies_the_l
     let markdown = bob.ok_bare(&[&both[..], &["audit", "--format", "markdown"]].concat());
     assert!(markdown.stdout.starts_with("## Runs"), "{}", markdown.stdout);
     for expected in [
-        "alice@alice-laptop (azure-admin",
+        "alice@alice-laptop (azure-admin, Azure sandbox-client-",
         "bob@bob-workstation (hypershift-admin",
         "imported from alice@alice-laptop",
         "| phase1-workload-identity |",

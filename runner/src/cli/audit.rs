@@ -80,6 +80,18 @@ fn who_text(who: &Value) -> String {
     text
 }
 
+/// For a step that acted on a cluster: the kubeconfig user it signed in as.
+fn kube_user(event: &Event) -> String {
+    let evidence = match &event.data {
+        EventData::StepFinished(d) => d.evidence.as_ref(),
+        _ => None,
+    };
+    match evidence.and_then(|e| e["kube_user"].as_str()) {
+        Some(user) => format!(" as Kubernetes user {user}"),
+        None => String::new(),
+    }
+}
+
 /// The Azure principal as journaled: a client id string, or an object with id and name.
 fn principal_text(principal: &Value) -> Option<String> {
     match principal {
@@ -146,7 +158,7 @@ pub fn audit(env: &Env, paths: &[PathBuf], since: Option<&str>, format: AuditFor
                 seq: event.seq,
                 run: event.run_id.clone(),
                 runbook: record.map(|r| r.runbook.clone()).unwrap_or_default(),
-                who: record.map(|r| who_text(&r.who)).unwrap_or_default(),
+                who: record.map(|r| who_text(&r.who)).unwrap_or_default() + &kube_user(&event),
                 event: event.kind().to_string(),
                 step: event.step.clone().unwrap_or_default(),
                 attempt: event.attempt.map(|a| a.to_string()).unwrap_or_default(),
@@ -366,4 +378,40 @@ fn verify_all(env: &Env, journals: &[(PathBuf, Arc<Journal>)]) -> CliResult {
     let first = reports.first().map(|r| r["report"].clone()).unwrap_or(Value::Null);
     env.print(&text, json!({ "intact": intact, "report": first, "journals": reports, "handoffs": links }));
     Ok(if intact { Exit::Ok } else { Exit::JournalTampered })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runbook_journal::StepFinished;
+
+    #[test]
+    fn who_names_the_person_their_persona_their_azure_principal_and_their_kubernetes_user() {
+        let who = json!({ "user": "alice", "host": "laptop", "persona": "azure-admin",
+            "azure_principal": { "object_id": "o-1", "client_id": "c-1", "display_name": "ops" } });
+        assert_eq!(who_text(&who), "alice@laptop (azure-admin, Azure ops o-1)");
+        let finished = StepFinished {
+            kind: "kube".into(),
+            status: StepStatus::Succeeded,
+            digest: None,
+            input_digests: None,
+            outputs: None,
+            evidence: Some(json!({ "kube_user": "sandbox-admin" })),
+            error: None,
+            will_retry: false,
+            retry_in_ms: None,
+            duration_ms: 1,
+        };
+        let event = Event {
+            seq: 1,
+            ts: String::new(),
+            run_id: "r".into(),
+            step: Some("apply".into()),
+            attempt: Some(1),
+            data: EventData::StepFinished(finished),
+            prev: String::new(),
+            hash: String::new(),
+        };
+        assert_eq!(kube_user(&event), " as Kubernetes user sandbox-admin");
+    }
 }

@@ -391,7 +391,8 @@ pub async fn run(
             runbook: prepared.runbook.name().to_string(),
             runbook_digest: prepared.runbook.digest.clone(),
             vars: record_vars.clone(),
-            who: who::who(prepared.runbook.file.runbook.persona.as_deref()),
+            who: who::who_signed_in(prepared.runbook.file.runbook.persona.as_deref(), &prepared.runbook, &env.azure)
+                .await,
         })
         .await
         .map_err(CliError::from)?;
@@ -467,7 +468,12 @@ async fn execute(
             run_id.clone(),
             EventData::RunStarted(RunStarted {
                 mode: mode.to_string(),
-                who: who::who(prepared.runbook.file.runbook.persona.as_deref()),
+                who: who::who_signed_in(
+                    prepared.runbook.file.runbook.persona.as_deref(),
+                    &prepared.runbook,
+                    &env.azure,
+                )
+                .await,
                 runbook_digest: prepared.runbook.digest.clone(),
                 setup: record_vars,
             }),

@@ -23,5 +23,6 @@ pub mod role_assignment;
 pub mod session;
 pub mod settings;
 pub mod transport;
+pub mod whoami;
 
 pub use settings::{AzureSettings, AzureTarget, CredentialChoice, SettingsSource, is_loopback_url};

@@ -24,6 +24,8 @@ pub struct KubeClient {
     retry_after: Arc<Mutex<Option<Duration>>>,
     /// Where the kubeconfig came from, for messages.
     pub source: String,
+    /// The kubeconfig user the context signs in as, journaled as who acted on the cluster.
+    pub user: Option<String>,
 }
 
 impl KubeClient {
@@ -71,6 +73,12 @@ pub async fn connect(cluster: &ClusterInputs, env: &SettingsSource, work_dir: &P
     let paths = kubeconfig_paths(cluster, env, work_dir);
     let kubeconfig = read_kubeconfig(&paths)?;
     let source = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":");
+    let context = cluster.context.clone().or_else(|| kubeconfig.current_context.clone());
+    let user = kubeconfig
+        .contexts
+        .iter()
+        .find(|named| Some(&named.name) == context.as_ref())
+        .and_then(|named| named.context.as_ref()?.user.clone());
     let options = KubeConfigOptions { context: cluster.context.clone(), ..KubeConfigOptions::default() };
     let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
         .await
@@ -82,7 +90,7 @@ pub async fn connect(cluster: &ClusterInputs, env: &SettingsSource, work_dir: &P
         .map_err(|e| kubeconfig_error(format!("kubeconfig `{source}`: {e}")))?
         .with_layer(&RetryAfterLayer(retry_after.clone()))
         .build();
-    Ok(KubeClient { client, retry_after, source })
+    Ok(KubeClient { client, retry_after, source, user })
 }
 
 /// Records the Retry-After header of throttled (429) and unavailable (503) answers.
