@@ -254,6 +254,9 @@ struct RunSummary {
     duration_ms: u64,
     result: Option<String>,
     acted: usize,
+    /// Of those, the ones whose evidence says they created an object, or wrote to one.
+    created: usize,
+    changed: usize,
     reused: usize,
     failed: usize,
     retries: usize,
@@ -266,7 +269,17 @@ fn summarize(events: &[Event]) -> RunSummary {
     for event in events {
         match &event.data {
             EventData::StepFinished(d) if d.will_retry => summary.retries += 1,
-            EventData::StepFinished(d) if d.status == StepStatus::Succeeded => summary.acted += 1,
+            EventData::StepFinished(d) if d.status == StepStatus::Succeeded => {
+                summary.acted += 1;
+                let evidence = d.evidence.as_ref().unwrap_or(&Value::Null);
+                let wrote = evidence["wrote"] == json!(true)
+                    || evidence["writes"].as_array().is_some_and(|writes| !writes.is_empty());
+                if evidence["created"] == json!(true) {
+                    summary.created += 1;
+                } else if wrote {
+                    summary.changed += 1;
+                }
+            }
             EventData::StepFinished(_) => summary.failed += 1,
             EventData::StepSkipped(_) => summary.reused += 1,
             EventData::GateApproved(d) => {
@@ -314,7 +327,10 @@ fn write_summaries(
     .ok();
     for (index, record) in runs {
         let s = summarize(&journals[*index].1.events_for_run(&record.id)?);
-        let did = format!("{} step(s) acted, {} reused, {} failed", s.acted, s.reused, s.failed);
+        let did = format!(
+            "created {}, changed {} ({} step(s) acted, {} reused, {} failed)",
+            s.created, s.changed, s.acted, s.reused, s.failed
+        );
         writeln!(
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
