@@ -339,8 +339,12 @@ fn altered_truncated_misaddressed_untrusted_and_newer_files_are_refused_writing_
     let newer = alice.env.write("newer.json", &format!("{body}{signature}"));
     scene.refused(&newer, &scene.bob_key, &scene.alice_pub, "format version 2; this build reads version 1");
 
-    // After all those, the real file still imports.
-    let ok = scene.import(&scene.file, &scene.bob_key, &scene.alice_pub);
+    // After all those, the real file still imports, its signer trusted through a trusted-keys file.
+    let trusted = scene.bob.env.write(
+        "trusted_keys",
+        &format!("# people I take hand-offs from\n\n{}", std::fs::read_to_string(&scene.alice_pub).unwrap()),
+    );
+    let ok = scene.bob.run(&["import", s(&scene.file), "--identity", s(&scene.bob_key), "--trusted-keys", s(&trusted)]);
     assert_eq!(ok.code, 0, "{}", ok.all());
     let _ = (&scene.carol_key, &scene.bob_pub);
 }
