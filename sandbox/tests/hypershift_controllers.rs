@@ -586,19 +586,45 @@ async fn real_kubectl_lists_the_hosted_clusters_nodes() {
     let path = dir.path().join("kubeconfig");
     std::fs::write(&path, STANDARD.decode(secret["data"]["kubeconfig"].as_str().unwrap()).unwrap()).unwrap();
     let kubeconfig = path.to_str().unwrap().to_string();
-    let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("kubectl")
-            .args(["--kubeconfig", &kubeconfig, "get", "nodes", "-o", "name"])
-            .output()
-            .expect("kubectl must be installed (Kubernetes client 1.32) to run this test")
-    })
-    .await
-    .unwrap();
-    assert!(output.status.success(), "kubectl: {}", String::from_utf8_lossy(&output.stderr));
-    let mut listed: Vec<String> =
-        String::from_utf8(output.stdout).unwrap().lines().map(|l| l.trim_start_matches("node/").to_string()).collect();
+    let kubectl = |args: &[&str]| {
+        let mut argv = vec!["--kubeconfig".to_string(), kubeconfig.clone()];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        let shown = argv.join(" ");
+        async move {
+            let output = tokio::task::spawn_blocking(move || {
+                std::process::Command::new("kubectl")
+                    .args(&argv)
+                    .output()
+                    .expect("kubectl must be installed (Kubernetes client 1.32) to run this test")
+            })
+            .await
+            .unwrap();
+            assert!(output.status.success(), "kubectl {shown}: {}", String::from_utf8_lossy(&output.stderr));
+            String::from_utf8(output.stdout).unwrap()
+        }
+    };
+    let mut listed: Vec<String> = kubectl(&["get", "nodes", "-o", "name"])
+        .await
+        .lines()
+        .map(|l| l.trim_start_matches("node/").to_string())
+        .collect();
     listed.sort();
     assert_eq!(listed, rig.managed("Microsoft.Compute/virtualMachines").await);
+    eventually("the cluster version is reported", || {
+        let hosted = rig.sandbox.hosted_cluster(NS, NAME).unwrap();
+        condition(&hosted.get("clusterversions.config.openshift.io", None, "version").unwrap(), "Available")["status"]
+            == "True"
+    })
+    .await;
+    let version = kubectl(&["get", "clusterversion"]).await;
+    let lines: Vec<&str> = version.lines().collect();
+    assert!(
+        lines[0].starts_with("NAME") && lines[0].contains("VERSION") && lines[0].contains("AVAILABLE"),
+        "{version}"
+    );
+    assert!(lines[1].starts_with("version") && lines[1].contains("4.19.7") && lines[1].contains("True"), "{version}");
+    let operators = kubectl(&["get", "clusteroperators", "-o", "name"]).await;
+    assert!(operators.lines().any(|l| l == "clusteroperator.config.openshift.io/ingress"), "{operators}");
     rig.sandbox.shutdown().await;
 }
 
