@@ -30,6 +30,8 @@ pub enum EventData {
     RunFinished(RunFinished),
     HandoffExported(HandoffExported),
     HandoffImported(HandoffImported),
+    StepQueued(StepQueued),
+    CriticalPath(CriticalPath),
 }
 
 pub const RUN_CREATED: &str = "run_created";
@@ -42,6 +44,8 @@ pub const GATE_APPROVED: &str = "gate_approved";
 pub const RUN_FINISHED: &str = "run_finished";
 pub const HANDOFF_EXPORTED: &str = "handoff_exported";
 pub const HANDOFF_IMPORTED: &str = "handoff_imported";
+pub const STEP_QUEUED: &str = "step_queued";
+pub const CRITICAL_PATH: &str = "critical_path";
 
 impl EventData {
     pub fn kind(&self) -> &'static str {
@@ -56,6 +60,8 @@ impl EventData {
             EventData::RunFinished(_) => RUN_FINISHED,
             EventData::HandoffExported(_) => HANDOFF_EXPORTED,
             EventData::HandoffImported(_) => HANDOFF_IMPORTED,
+            EventData::StepQueued(_) => STEP_QUEUED,
+            EventData::CriticalPath(_) => CRITICAL_PATH,
         }
     }
 
@@ -75,6 +81,8 @@ impl EventData {
             RUN_FINISHED => EventData::RunFinished(parse(data)?),
             HANDOFF_EXPORTED => EventData::HandoffExported(parse(data)?),
             HANDOFF_IMPORTED => EventData::HandoffImported(parse(data)?),
+            STEP_QUEUED => EventData::StepQueued(parse(data)?),
+            CRITICAL_PATH => EventData::CriticalPath(parse(data)?),
             other => return Err(format!("unknown event kind `{other}` (written by a newer build?)")),
         })
     }
@@ -260,6 +268,28 @@ pub struct HandoffImported {
     /// Files written, by `checkpoint.name`: path, SHA-256, whether secret.
     pub files: Map<String, Value>,
     pub omitted_secrets: Vec<String>,
+}
+
+/// A ready instance waits because another one holds its serialization key: the wait ends at its
+/// next `step_started`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StepQueued {
+    /// The resolved key, secrets redacted.
+    pub key: String,
+    /// When the wait began (the event may be appended later, with the next batch).
+    pub since: String,
+}
+
+/// The plan's critical path in one invocation (`run` or `resume`): the chain of step instances
+/// through the dependencies whose measured durations (retries included) add up to the most.
+/// Written just before `run_finished`, whose `critical_path_ms` is the same figure.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CriticalPath {
+    pub duration_ms: u64,
+    /// Instance ids, first to last.
+    pub steps: Vec<String>,
 }
 
 /// An optional value that must still be written (as `null`): with `deserialize_with`, serde

@@ -10,6 +10,7 @@ pub mod plan;
 pub mod report;
 #[cfg(feature = "sandbox")]
 pub mod standin;
+pub mod timeline;
 pub mod who;
 
 /// The step kinds this build knows.

@@ -19,3 +19,4 @@ mod schema;
 mod secrets;
 mod standin_fence;
 mod support;
+mod timeline;

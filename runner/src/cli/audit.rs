@@ -63,6 +63,8 @@ fn detail(event: &Event) -> String {
             d.file_sha256,
             d.provenance.chain_head.seq
         ),
+        EventData::StepQueued(d) => format!("waits for serialization key {}", d.key),
+        EventData::CriticalPath(d) => format!("{} ms: {}", d.duration_ms, d.steps.join(" -> ")),
     };
     text.replace(['\n', '|'], " ")
 }
@@ -123,7 +125,7 @@ fn parse_since(since: &str) -> CliResult<jiff::Timestamp> {
 }
 
 /// The journals to read: every `--journal` given, else the default one.
-fn open_all(env: &Env, paths: &[PathBuf]) -> CliResult<Vec<(PathBuf, Arc<Journal>)>> {
+pub(crate) fn open_all(env: &Env, paths: &[PathBuf]) -> CliResult<Vec<(PathBuf, Arc<Journal>)>> {
     if paths.len() <= 1 {
         return Ok(vec![(env.journal_path.clone(), env.require_journal()?)]);
     }

@@ -16,6 +16,7 @@ mod rehearse;
 mod run;
 #[cfg(feature = "sandbox")]
 mod sandbox;
+mod timeline;
 
 use std::path::PathBuf;
 
@@ -216,6 +217,16 @@ pub enum Command {
         #[arg(long)]
         verify: bool,
     },
+    /// Runs on a time axis: attempts, retries, waits, and the critical path marked
+    Timeline {
+        /// Run ids (default: the latest run)
+        runs: Vec<String>,
+        #[arg(long, value_enum, default_value_t = TimelineFormat::Text)]
+        format: TimelineFormat,
+        /// Write to this file instead of standard output
+        #[arg(short = 'o', long = "file", value_name = "FILE")]
+        file: Option<PathBuf>,
+    },
     /// Print the JSON Schema of runbook files
     Schema,
     /// Print shell completions
@@ -322,6 +333,16 @@ pub enum GraphFormat {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TimelineFormat {
+    /// One self-contained page for a browser
+    Html,
+    /// Trace Event Format, for Perfetto or chrome://tracing
+    Chrome,
+    /// A compact Gantt for terminals
+    Text,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum AuditFormat {
     Table,
     Json,
@@ -368,6 +389,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Audit { since, format, verify } => {
             audit::audit(&env, &cli.global.journal, since.as_deref(), format, verify)
         }
+        Command::Timeline { runs, format, file } => timeline::timeline(&env, &cli.global.journal, &runs, format, file),
         Command::Bench { what: BenchWhat::Engine { steps, dir } } => bench::engine(&env, steps, dir).await,
         #[cfg(feature = "sandbox")]
         Command::Bench { what: BenchWhat::Phase { phase, dir, sandbox } } => {

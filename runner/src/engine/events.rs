@@ -50,6 +50,9 @@ pub enum EngineEvent {
         status: RunStatus,
         duration_ms: u64,
         counts: Counts,
+        /// The instances on the plan's critical path that ran in this invocation, first to last.
+        critical_path: Vec<String>,
+        critical_path_ms: u64,
     },
 }
 

@@ -12,7 +12,8 @@ use std::sync::atomic::AtomicU32;
 use std::time::Instant;
 
 use runbook_journal::{
-    EventData, GateWaiting, Journal, JournalWriter, NewEvent, RunFinished, StepFinished, StepSkipped,
+    CriticalPath, EventData, GateWaiting, Journal, JournalWriter, NewEvent, RunFinished, StepFinished, StepQueued,
+    StepSkipped,
 };
 use runbook_steps::{Approval, ErrorClass, StepContext, TemplateSource};
 use serde_json::{Map, Value, json};
@@ -300,6 +301,16 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                     }
                 };
                 if !busy_keys.insert(key.clone()) {
+                    pending_skips.push(
+                        NewEvent::new(
+                            ctx.run_id.clone(),
+                            EventData::StepQueued(StepQueued {
+                                key: redactor.text(&key),
+                                since: jiff::Timestamp::now().to_string(),
+                            }),
+                        )
+                        .with_step(instance.id.clone(), None),
+                    );
                     key_queue.entry(key).or_default().push_back(i);
                     continue;
                 }
@@ -409,39 +420,58 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
         RunStatus::Succeeded
     };
     let duration = started.elapsed();
-    let critical = critical_path(&plan, &dependents, &took);
+    let (critical, critical_steps) = critical_path(&plan, &dependents, &took);
+    // Only instances that ran in this invocation: a reused one took no time here.
+    let critical_steps: Vec<String> =
+        critical_steps.into_iter().filter(|&i| began[i].is_some()).map(|i| plan.instances[i].id.clone()).collect();
     let busy: std::time::Duration = took.iter().sum();
     ctx.writer
-        .append(vec![NewEvent::new(
-            ctx.run_id.clone(),
-            EventData::RunFinished(RunFinished {
-                status: status.as_str().to_string(),
-                counts: serde_json::to_value(counts).expect("counts serialize"),
-                duration_ms: millis(duration),
-                critical_path_ms: millis(critical),
-                step_time_ms: millis(busy),
-            }),
-        )])
+        .append(vec![
+            NewEvent::new(
+                ctx.run_id.clone(),
+                EventData::CriticalPath(CriticalPath { duration_ms: millis(critical), steps: critical_steps.clone() }),
+            ),
+            NewEvent::new(
+                ctx.run_id.clone(),
+                EventData::RunFinished(RunFinished {
+                    status: status.as_str().to_string(),
+                    counts: serde_json::to_value(counts).expect("counts serialize"),
+                    duration_ms: millis(duration),
+                    critical_path_ms: millis(critical),
+                    step_time_ms: millis(busy),
+                }),
+            ),
+        ])
         .await?;
     let _ = ctx.events.send(EngineEvent::RunFinished {
         run_id: ctx.run_id.clone(),
         status,
         duration_ms: millis(duration),
         counts,
+        critical_path: critical_steps,
+        critical_path_ms: millis(critical),
     });
     Ok(RunSummary { status, counts })
 }
 
 /// The longest chain of measured step durations through the dependency graph: no schedule can
-/// finish faster than this.
-fn critical_path(plan: &Plan, dependents: &[Vec<usize>], took: &[std::time::Duration]) -> std::time::Duration {
+/// finish faster than this. Returns its length and its instances, first to last.
+pub fn critical_path(
+    plan: &Plan,
+    dependents: &[Vec<usize>],
+    took: &[std::time::Duration],
+) -> (std::time::Duration, Vec<usize>) {
     let n = plan.instances.len();
     let mut waiting: Vec<usize> = plan.instances.iter().map(|i| i.deps.len()).collect();
     let mut finish = vec![std::time::Duration::ZERO; n];
+    // The dependency each instance waited for last: following these back from the last to
+    // finish walks the path.
+    let mut waited_for: Vec<Option<usize>> = vec![None; n];
     let mut queue: VecDeque<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
     while let Some(i) = queue.pop_front() {
-        let ready_at = plan.instances[i].deps.iter().map(|&d| finish[d]).max().unwrap_or_default();
-        finish[i] = ready_at + took[i];
+        let latest = plan.instances[i].deps.iter().copied().max_by_key(|&d| finish[d]);
+        waited_for[i] = latest;
+        finish[i] = latest.map(|d| finish[d]).unwrap_or_default() + took[i];
         for &d in &dependents[i] {
             waiting[d] -= 1;
             if waiting[d] == 0 {
@@ -449,7 +479,13 @@ fn critical_path(plan: &Plan, dependents: &[Vec<usize>], took: &[std::time::Dura
             }
         }
     }
-    finish.into_iter().max().unwrap_or_default()
+    let Some(last) = (0..n).max_by_key(|&i| finish[i]) else { return (std::time::Duration::ZERO, Vec::new()) };
+    let mut path = vec![last];
+    while let Some(before) = waited_for[*path.last().expect("never empty")] {
+        path.push(before);
+    }
+    path.reverse();
+    (finish[last], path)
 }
 
 /// A serialize key written as an interpolation, back to its text form for resolution.

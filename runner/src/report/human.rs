@@ -155,7 +155,7 @@ impl Reporter for HumanReporter {
                     "cancelling: {reason}; waiting for running steps to finish (press Ctrl-C again to kill them)"
                 ));
             }
-            EngineEvent::RunFinished { run_id, status, duration_ms, counts } => {
+            EngineEvent::RunFinished { run_id, status, duration_ms, counts, critical_path, critical_path_ms } => {
                 if let Some(bar) = self.overall.take() {
                     bar.finish_and_clear();
                 }
@@ -180,10 +180,18 @@ impl Reporter for HumanReporter {
                     RunStatus::Cancelled => "was cancelled",
                 };
                 eprintln!("run {run_id} {what} in {secs:.1}s: {summary}");
+                if let Some(line) = critical_path_line(critical_path, *critical_path_ms) {
+                    eprintln!("{line}");
+                }
                 if matches!(status, RunStatus::Failed | RunStatus::Cancelled | RunStatus::GateFailed) {
                     eprintln!("hint: fix the cause, then `runbook resume {run_id}` continues where it stopped");
                 }
             }
         }
     }
+}
+
+/// The run summary's line naming the steps that set its length.
+fn critical_path_line(steps: &[String], ms: u64) -> Option<String> {
+    (!steps.is_empty()).then(|| format!("critical path ({:.1}s): {}", ms as f64 / 1000.0, steps.join(" → ")))
 }
