@@ -1,7 +1,8 @@
 //! What deleting a HostedCluster or NodePool does before the operator's finalizer lets it go:
 //! a NodePool's VMs (with NICs and disks) and nodes are removed; a HostedCluster first deletes
 //! its NodePools, then its remaining VMs, its control-plane namespace, its API server and the
-//! secrets it wrote. Each takes the latency model's teardown time.
+//! secrets it wrote. Each takes the latency model's teardown time when there is something to
+//! tear down.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,13 +29,16 @@ pub(crate) fn node_pool(hs: &Arc<Hypershift>, rec: &mut NodePoolReconciler, np: 
     if !super::has_finalizer(np) {
         return Next::Wait;
     }
-    let left = remaining(&mut rec.deleting_since, hs.scaled(MACHINE_TEARDOWN));
-    if !left.is_zero() {
-        return Next::After(left);
-    }
-    {
+    let tag = tag_value(&rec.namespace, &rec.name);
+    let has_machines = !compute::machines_tagged(&hs.shared.state(), NODE_POOL_TAG, &tag).is_empty();
+    // Deleting machines takes time; a pool without any goes at once.
+    if has_machines {
+        let left = remaining(&mut rec.deleting_since, hs.scaled(MACHINE_TEARDOWN));
+        if !left.is_zero() {
+            return Next::After(left);
+        }
         let mut state = hs.shared.state();
-        for (id, _, _) in compute::machines_tagged(&state, NODE_POOL_TAG, &tag_value(&rec.namespace, &rec.name)) {
+        for (id, _, _) in compute::machines_tagged(&state, NODE_POOL_TAG, &tag) {
             compute::delete_machine(&mut state, &id);
         }
     }
@@ -59,9 +63,14 @@ pub(crate) async fn hosted_cluster(hs: &Arc<Hypershift>, rec: &mut ClusterReconc
         // Their deletion wakes this reconciler.
         return Next::Wait;
     }
-    let left = remaining(&mut rec.deleting_since, hs.scaled(CONTROL_PLANE_TEARDOWN));
-    if !left.is_zero() {
-        return Next::After(left);
+    let cp = control_plane::namespace_of(&rec.namespace, &rec.name);
+    // A cluster that never got a control plane has nothing to tear down.
+    let started = hs.mgmt.get("namespaces", None, &cp).is_ok() || hs.hosted_handle(&rec.key).is_some();
+    if started {
+        let left = remaining(&mut rec.deleting_since, hs.scaled(CONTROL_PLANE_TEARDOWN));
+        if !left.is_zero() {
+            return Next::After(left);
+        }
     }
     let infra_id = hc["spec"]["infraID"].as_str().unwrap_or_default();
     if !infra_id.is_empty() {
@@ -71,7 +80,6 @@ pub(crate) async fn hosted_cluster(hs: &Arc<Hypershift>, rec: &mut ClusterReconc
             compute::delete_machine(&mut state, &id);
         }
     }
-    let cp = control_plane::namespace_of(&rec.namespace, &rec.name);
     if hs.mgmt.get("namespaces", None, &cp).is_ok() {
         let _ = hs.mgmt.delete("namespaces", None, &cp);
         // The namespace controller empties it; its disappearance wakes this reconciler.
