@@ -338,7 +338,7 @@ impl Rig {
                 "issuerURL": self.issuer,
                 "serviceAccountSigningKey": {"name": format!("{NAME}sa-token-issuer-key")},
                 "pullSecret": {"name": format!("{NAME}-pull-secret")},
-                "dns": {"baseDomain": BASE_DOMAIN},
+                "dns": {"baseDomain": BASE_DOMAIN, "publicZoneID": format!("{}/providers/Microsoft.Network/dnszones/{BASE_DOMAIN}", rg_id("dns"))},
                 "networking": {"networkType": "OVNKubernetes", "clusterNetwork": [{"cidr": "10.132.0.0/14"}], "serviceNetwork": [{"cidr": "172.31.0.0/16"}]},
                 "etcd": {"managementType": "Managed"},
                 "services": [

@@ -60,6 +60,11 @@ pub(crate) fn problems(state: &State, subscription: &str, hc: &Value) -> Vec<Str
     if !zone_found {
         out.push(format!("no public DNS zone named '{base_domain}' (the base domain) in the subscription"));
     }
+    // Private zones are not modelled by the sandbox's ARM; the public one must exist when named.
+    let public_zone = text(&hc["spec"]["dns"]["publicZoneID"]);
+    if !public_zone.is_empty() && !live(state, &public_zone, Kind::DnsZone) {
+        out.push(format!("spec.dns.publicZoneID '{public_zone}' could not be found"));
+    }
     let identities = &azure["azureAuthenticationConfig"]["workloadIdentities"];
     for component in COMPONENTS {
         let client_id = text(&identities[component.key]["clientID"]);
