@@ -529,6 +529,15 @@ async fn a_federated_credential_with_the_wrong_subject_names_the_component_ident
     assert_eq!(condition(&hc, "Available")["status"], "False");
     assert_eq!(condition(&hc, "Available")["message"], available["message"]);
     assert_eq!(condition(&hc, "Available")["reason"], "WorkloadIdentityAuthenticationFailed");
+    let events = rig.mgmt.list("events", Some(NS), None).unwrap();
+    let warning = events
+        .iter()
+        .find(|e| {
+            e["involvedObject"]["kind"] == "HostedCluster" && e["reason"] == "WorkloadIdentityAuthenticationFailed"
+        })
+        .expect("an Event on the HostedCluster");
+    assert_eq!(warning["type"], "Warning");
+    assert_eq!(warning["message"], available["message"]);
     rig.sandbox.shutdown().await;
 }
 

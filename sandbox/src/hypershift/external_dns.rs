@@ -119,21 +119,6 @@ fn set_pod_health(hs: &Hypershift, pod: &Value, healthy: bool) {
     let _ = hs.mgmt.patch_status("pods", Some(&ns), &name, status, "kubelet");
 }
 
-/// A Warning Event about `obj` (kind `kind`), as the kubelet or a controller records it.
-fn warn(hs: &Hypershift, obj: &Value, kind: &str, reason: &str, message: &str, component: &str) {
-    let (ns, name) = super::name_of(obj);
-    let t = super::now();
-    let event = json!({
-        "apiVersion": "v1", "kind": "Event",
-        "metadata": {"name": format!("{name}.{}", hex::encode(rand::random::<[u8; 8]>())), "namespace": ns},
-        "involvedObject": {"kind": kind, "namespace": ns, "name": name, "uid": obj["metadata"]["uid"], "apiVersion": obj["apiVersion"]},
-        "reason": reason, "message": message, "type": "Warning",
-        "source": {"component": component}, "reportingComponent": component, "reportingInstance": "",
-        "firstTimestamp": t, "lastTimestamp": t, "count": 1,
-    });
-    let _ = hs.mgmt.create("events", Some(&ns), event, component);
-}
-
 /// The hostnames HostedClusters publish (routes and load balancers with a hostname).
 fn published_hostnames(hs: &Hypershift) -> Vec<String> {
     let mut out = Vec::new();
@@ -174,7 +159,7 @@ impl ExternalDnsReconciler {
     fn warn_once(&mut self, hs: &Hypershift, obj: &Value, kind: &str, reason: &str, message: &str) {
         let key = format!("{}/{reason}/{message}", obj["metadata"]["uid"]);
         if !self.warned.contains(&key) {
-            warn(hs, obj, kind, reason, message, DEPLOYMENT);
+            super::record_event(hs, obj, kind, "Warning", reason, message, DEPLOYMENT);
             self.warned.push(key);
         }
     }

@@ -56,6 +56,26 @@ fn signing_key(hs: &Hypershift, hc: &Value) -> Result<rsa::RsaPrivateKey, String
     identities::parse_signing_key(&pem).map_err(|e| format!("the secret {ns}/{secret_name}: {e}"))
 }
 
+/// An Event when the Available condition changes (what `kubectl describe hostedcluster` shows).
+fn announce_availability(hs: &Hypershift, hc: &Value, status: &Value) {
+    let find = |conditions: &Value| {
+        conditions
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Available"))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let (old, new) = (find(&hc["status"]["conditions"]), find(&status["conditions"]));
+    let same = old["status"] == new["status"] && old["reason"] == new["reason"] && old["message"] == new["message"];
+    if same || new.is_null() || new["reason"] == "WaitingForAvailable" {
+        return;
+    }
+    let type_ = if new["status"] == "True" { "Normal" } else { "Warning" };
+    let reason = new["reason"].as_str().unwrap_or_default();
+    let message = new["message"].as_str().unwrap_or_default();
+    super::record_event(hs, hc, "HostedCluster", type_, reason, message, "hypershift-operator");
+}
+
 impl ClusterReconciler {
     pub(crate) fn new(namespace: &str, name: &str) -> ClusterReconciler {
         ClusterReconciler {
@@ -102,6 +122,7 @@ impl ClusterReconciler {
             status["controlPlaneVersion"] = hc["status"]["controlPlaneVersion"].clone();
         }
         status["conditions"] = c.into_value();
+        announce_availability(hs, &hc, &status);
         if let Some(handle) = hs.hosted_handle(&self.key)
             && !status["version"].is_null()
         {

@@ -280,3 +280,26 @@ fn strip_nulls(value: &mut Value) {
         _ => {}
     }
 }
+
+/// Records a core/v1 Event about `obj` (of kind `kind`), as a controller or the kubelet does.
+pub(crate) fn record_event(
+    hs: &Hypershift,
+    obj: &Value,
+    kind: &str,
+    type_: &str,
+    reason: &str,
+    message: &str,
+    component: &str,
+) {
+    let (ns, name) = name_of(obj);
+    let t = now();
+    let event = json!({
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": format!("{name}.{}", hex::encode(rand::random::<[u8; 8]>())), "namespace": ns},
+        "involvedObject": {"kind": kind, "namespace": ns, "name": name, "uid": obj["metadata"]["uid"], "apiVersion": obj["apiVersion"]},
+        "reason": reason, "message": message, "type": type_,
+        "source": {"component": component}, "reportingComponent": component, "reportingInstance": "",
+        "firstTimestamp": t, "lastTimestamp": t, "count": 1,
+    });
+    let _ = hs.mgmt.create("events", Some(&ns), event, component);
+}
