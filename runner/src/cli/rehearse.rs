@@ -13,7 +13,7 @@ use crate::cli::{Env, RerunArgs, VarArgs, run};
 use runbook_steps::SettingsSource;
 
 /// The phases a rehearsal can run, in order, with the variables that suit the sandbox.
-const PHASES: &[(u8, &str)] = &[(1, "phase1-workload-identity")];
+const PHASES: &[(u8, &str)] = &[(1, "phase1-workload-identity"), (2, "phase2-management-cluster")];
 
 fn phase_vars(phase: u8, ca_file: &Path, oidc_tool: &str) -> String {
     match phase {
@@ -21,8 +21,24 @@ fn phase_vars(phase: u8, ca_file: &Path, oidc_tool: &str) -> String {
             "prefix = \"rehearse\"\noidc_storage_account = \"rehearsaloidc\"\nexternal_dns = true\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nca_file = \"{}\"\noidc_tool = \"{oidc_tool}\"\n",
             ca_file.display()
         ),
+        // The pull secret `phase_files` writes beside the sandbox's CA, in the rehearsal's directory.
+        2 => {
+            format!("external_dns = true\npull_secret = \"{}\"\n", ca_file.with_file_name("pull-secret.json").display())
+        }
         _ => String::new(),
     }
+}
+
+/// Files a phase reads that a person would bring: Phase 2's pull secret (a placeholder; the
+/// sandbox pulls no images).
+fn phase_files(phase: u8, workdir: &Path) -> std::io::Result<()> {
+    if phase == 2 {
+        let path = workdir.join("pull-secret.json");
+        if !path.exists() {
+            std::fs::write(&path, "{\"auths\":{\"sandbox.invalid\":{\"auth\":\"cmVoZWFyc2FsOnJlaGVhcnNhbA==\"}}}\n")?;
+        }
+    }
+    Ok(())
 }
 
 /// A sandbox, a fresh working directory and journal, and an `Env` whose Azure kinds point at
@@ -79,6 +95,7 @@ impl Rehearsal {
         let vars_file = self.workdir.join(format!("phase{number}.vars.toml"));
         std::fs::write(&vars_file, phase_vars(number, &self.ca_file, &self.oidc_tool))
             .map_err(|e| CliError::Internal(e.into()))?;
+        phase_files(number, &self.workdir).map_err(|e| CliError::Internal(e.into()))?;
         let vars = VarArgs { vars_file: Some(vars_file), vars: Vec::new() };
         let exit =
             run::run(&self.env, runbook, &vars, Some(self.workdir.clone()), false, &RerunArgs::default()).await?;
@@ -105,7 +122,7 @@ impl Rehearsal {
 }
 
 /// What programs run by exec steps see in a rehearsal: the sandbox's settings, and a PATH that
-/// starts with the stand-ins (`ccoctl` is this very binary under another name).
+/// starts with the stand-ins (`ccoctl` and `hypershift` are this very binary under other names).
 fn program_env(
     workdir: &Path,
     mut settings: std::collections::BTreeMap<String, String>,
@@ -113,7 +130,9 @@ fn program_env(
     let bin = workdir.join("bin");
     std::fs::create_dir_all(&bin).map_err(|e| CliError::Internal(e.into()))?;
     let me = std::env::current_exe().map_err(|e| CliError::Internal(e.into()))?;
-    std::os::unix::fs::symlink(&me, bin.join("ccoctl")).map_err(|e| CliError::Internal(e.into()))?;
+    for tool in ["ccoctl", "hypershift"] {
+        std::os::unix::fs::symlink(&me, bin.join(tool)).map_err(|e| CliError::Internal(e.into()))?;
+    }
     let path = std::env::var("PATH").unwrap_or_default();
     settings.insert("PATH".into(), format!("{}:{path}", bin.display()));
     Ok(settings)

@@ -38,6 +38,17 @@ fn parse_overrides(raw: &[String]) -> CliResult<Vec<(String, String)>> {
         .collect()
 }
 
+/// `alias.output` (from `runbook`) for every value a runbook requires, for messages.
+fn required_list(runbook: &Runbook) -> String {
+    runbook
+        .file
+        .requires
+        .iter()
+        .flat_map(|(alias, req)| req.outputs.iter().map(move |o| format!("`{alias}.{o}` from `{}`", req.runbook)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn prepare(
     runbook: Runbook,
     inputs: &VarInputs,
@@ -57,8 +68,9 @@ fn prepare(
                     .key_problem(
                         &format!("/requires/{}", crate::model::source::escape_pointer(&alias)),
                         format!(
-                            "runbook `{}` requires values from earlier runbooks, and there is no journal yet",
-                            runbook.name()
+                            "runbook `{}` requires values from earlier runbooks, and there is no journal yet: {}",
+                            runbook.name(),
+                            required_list(&runbook)
                         ),
                     )
                     .with_hint("run the earlier runbooks first with the same --journal, or import their hand-off"),

@@ -89,6 +89,10 @@ pub struct Requirement {
     pub runbook: String,
     /// The checkpoint outputs this runbook reads from it.
     pub outputs: Vec<String>,
+    /// Outputs it publishes only in some configurations (e.g. with External DNS on): a missing
+    /// one reads as null, so the steps that use it must be `when`-gated on that configuration.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub optional: Vec<String>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]

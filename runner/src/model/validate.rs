@@ -185,7 +185,7 @@ impl RefChecker<'_> {
                     });
                     Err((format!("unknown reference root `{alias}`"), Some(hint)))
                 }
-                Some(req) if !req.outputs.iter().any(|o| o == output) => Err((
+                Some(req) if !req.outputs.iter().chain(&req.optional).any(|o| o == output) => Err((
                     format!("`{output}` is not among the outputs required from `{alias}`"),
                     Some(format!("add \"{output}\" to requires.{alias}.outputs")),
                 )),

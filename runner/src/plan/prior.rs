@@ -238,6 +238,10 @@ pub fn load_required(journal: &Journal, runbook: &Runbook) -> anyhow::Result<Res
                 )),
             }
         }
+        for output in &requirement.optional {
+            let value = checkpoints.iter().rev().find_map(|d| d.outputs.get(output)).cloned().unwrap_or(Value::Null);
+            values.insert((alias.clone(), output.clone()), value);
+        }
     }
     Ok(if missing.is_empty() { Ok(values) } else { Err(missing) })
 }

@@ -4,10 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use runbook_steps::{Arm, Blob, Keypair, Oidc, OutputSpec, StepContext, StepKind};
+use runbook_steps::{Arm, Blob, Keypair, Oidc, OutputSpec};
+
+use super::steps::step;
 use serde_json::{Value, json};
 
 #[derive(Parser)]
@@ -96,30 +97,6 @@ pub fn main() -> i32 {
             1
         }
     }
-}
-
-fn context(dir: &Path, specs: BTreeMap<String, OutputSpec>) -> StepContext {
-    StepContext {
-        run_id: "ccoctl".into(),
-        step_id: "ccoctl".into(),
-        attempt: 1,
-        work_dir: dir.to_path_buf(),
-        templates: Arc::new(crate::bundled::Templates { dir: None }),
-        cancel: Default::default(),
-        handles_secrets: false,
-        secrets: Default::default(),
-        output_specs: Arc::new(specs),
-        approval: None,
-    }
-}
-
-async fn step(
-    kind: &dyn StepKind,
-    dir: &Path,
-    inputs: Value,
-    specs: BTreeMap<String, OutputSpec>,
-) -> Result<serde_json::Map<String, Value>, String> {
-    kind.run(&context(dir, specs), &inputs).await.map(|o| o.outputs).map_err(|e| e.to_string())
 }
 
 async fn create_key_pair(dir: &Path) -> Result<(), String> {

@@ -6,13 +6,17 @@
 
 pub mod ccoctl;
 pub mod fence;
+pub mod hypershift;
+mod steps;
 
 /// Runs a stand-in when the process was started under a tool's name; returns otherwise.
 pub fn dispatch_by_name() {
     let name = std::env::args_os()
         .next()
         .and_then(|arg0| std::path::Path::new(&arg0).file_name().map(|n| n.to_string_lossy().into_owned()));
-    if name.as_deref() == Some("ccoctl") {
-        std::process::exit(ccoctl::main());
+    match name.as_deref() {
+        Some("ccoctl") => std::process::exit(ccoctl::main()),
+        Some("hypershift") => std::process::exit(hypershift::main()),
+        _ => {}
     }
 }

@@ -1,0 +1,442 @@
+//! The `hypershift` stand-in against `runbook sandbox up`: the real CLI's flag errors, its
+//! validations, the objects `install` and `create cluster azure` write (with their field
+//! managers), the workload identities' role assignments, a refusal for a principal that may not
+//! assign roles, and the fence around the sandbox. Real kubectl reads what was written.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::{SandboxProcess, TestEnv, runbook_bin};
+
+const KUBECTL: &str = "/usr/bin/kubectl";
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// A `hypershift` link to the binary in the test directory, run there with `settings`.
+fn hypershift(dir: &Path, settings: &[(String, String)], args: &[&str]) -> Out {
+    let link = dir.join("bin/hypershift");
+    if !link.exists() {
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(runbook_bin(), &link).unwrap();
+    }
+    let mut command = Command::new(&link);
+    command.args(args).current_dir(dir);
+    for name in [
+        "RUNBOOK_AZURE_CREDENTIAL",
+        "RUNBOOK_ARM_ENDPOINT",
+        "RUNBOOK_AUTHORITY_HOST",
+        "RUNBOOK_GRAPH_ENDPOINT",
+        "KUBECONFIG",
+    ] {
+        command.env_remove(name);
+    }
+    command.envs(settings.iter().map(|(k, v)| (k, v)));
+    let out = command.output().expect("the hypershift link starts");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn settings(sandbox: &SandboxProcess) -> Vec<(String, String)> {
+    sandbox.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+fn kubectl(sandbox: &SandboxProcess, args: &[&str]) -> String {
+    assert!(Path::new(KUBECTL).exists(), "kubectl 1.32 is required at {KUBECTL}");
+    let out = Command::new(KUBECTL)
+        .args(args)
+        .env("KUBECONFIG", &sandbox.settings["KUBECONFIG"])
+        .env("HOME", sandbox.dir.as_os_str())
+        .output()
+        .expect("kubectl runs");
+    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn object(sandbox: &SandboxProcess, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json", "--show-managed-fields"]);
+    serde_json::from_str(&kubectl(sandbox, &all)).expect("kubectl prints JSON")
+}
+
+fn managers(object: &Value) -> Vec<String> {
+    object["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["manager"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Phase 1 against the sandbox, in `env`'s directory: workload identities, the OIDC issuer, the
+/// External DNS principal and azure-credentials.json.
+fn phase1(env: &TestEnv, sandbox: &SandboxProcess) {
+    let vars = env.write(
+        "phase1.vars.toml",
+        &format!(
+            "prefix = \"demo\"\noidc_storage_account = \"demooidc\"\nexternal_dns = true\nca_file = \"{}\"\n",
+            sandbox.dir.join("sandbox-ca.pem").display()
+        ),
+    );
+    let out = env
+        .command(&["--no-progress", "run", "phase1-workload-identity", "--vars", vars.to_str().unwrap()])
+        .envs(&sandbox.settings)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "Phase 1: {}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(env.path().join("pull-secret.json"), "{\"auths\":{}}\n").unwrap();
+}
+
+fn create_cluster_args<'a>(issuer: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "create",
+        "cluster",
+        "azure",
+        "--name",
+        "demo-hc",
+        "--namespace",
+        "clusters",
+        "--azure-creds",
+        "azure-credentials.json",
+        "--location",
+        "eastus",
+        "--node-pool-replicas",
+        "2",
+        "--base-domain",
+        "example.com",
+        "--pull-secret",
+        "pull-secret.json",
+        "--release-image",
+        "quay.io/openshift-release-dev/ocp-release:4.21.0-x86_64",
+        "--sa-token-issuer-private-key-path",
+        "serviceaccount-signer.private",
+        "--oidc-issuer-url",
+        issuer,
+        "--dns-zone-rg-name",
+        "os4-common",
+        "--assign-service-principal-roles",
+        "--workload-identities-file",
+        "./workload-identities.json",
+        "--diagnostics-storage-account-type",
+        "Managed",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+fn issuer_url(env: &TestEnv) -> String {
+    let out = env.run(&["get", "phase1-workload-identity.oidc_issuer_url"]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    out.stdout.trim().to_string()
+}
+
+#[test]
+fn flags_fail_as_the_real_cli_fails() {
+    let env = TestEnv::new();
+    let none: Vec<(String, String)> = Vec::new();
+    let unknown = hypershift(env.path(), &none, &["install", "--foo"]);
+    assert_eq!((unknown.code, unknown.stderr.as_str()), (1, "unknown flag: --foo\n"), "{}", unknown.stdout);
+    let nested = hypershift(env.path(), &none, &["create", "cluster", "azure", "--name", "x", "--bogus=1"]);
+    assert_eq!((nested.code, nested.stderr.as_str()), (1, "unknown flag: --bogus\n"));
+    let typed = hypershift(env.path(), &none, &["create", "cluster", "azure", "--node-pool-replicas", "two"]);
+    assert_eq!(
+        typed.stderr,
+        "invalid argument \"two\" for \"--node-pool-replicas\" flag: strconv.ParseInt: parsing \"two\": invalid syntax\n"
+    );
+    let missing = hypershift(env.path(), &none, &["destroy", "cluster", "azure", "--name", "x"]);
+    assert_eq!(missing.stderr, "required flag(s) \"azure-creds\", \"dns-zone-rg-name\" not set\n");
+    let command = hypershift(env.path(), &none, &["frobnicate"]);
+    assert_eq!((command.code, command.stderr.as_str()), (1, "unknown command \"frobnicate\" for \"hypershift\"\n"));
+    // Flags are checked before the fence: nothing here had any Azure or cluster settings.
+}
+
+#[test]
+fn the_stand_in_refuses_anything_but_the_sandbox_before_any_request() {
+    let env = TestEnv::new();
+    let azure = vec![("RUNBOOK_AZURE_CREDENTIAL".to_string(), "cli".to_string())];
+    let out = hypershift(env.path(), &azure, &["install", "--pull-secret", "absent.json"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("acts only on runbook's built-in sandbox") && out.stderr.contains("Nothing was sent"),
+        "{}",
+        out.stderr
+    );
+
+    // The sandbox's Azure, but a kubeconfig naming another API server: refused before connecting.
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    let kubeconfig = env.write(
+        "elsewhere.kubeconfig",
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://192.0.2.1:6443\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n",
+    );
+    let mut elsewhere = settings(&sandbox);
+    elsewhere.retain(|(k, _)| k != "KUBECONFIG");
+    elsewhere.push(("KUBECONFIG".into(), kubeconfig.display().to_string()));
+    std::fs::write(env.path().join("pull-secret.json"), "{}").unwrap();
+    let out = hypershift(env.path(), &elsewhere, &["install", "--pull-secret", "pull-secret.json"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("is not a loopback address"), "{}", out.stderr);
+}
+
+#[test]
+fn install_applies_the_operator_objects_with_and_without_external_dns() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    let settings = settings(&sandbox);
+    std::fs::write(env.path().join("pull-secret.json"), "{\"auths\":{}}\n").unwrap();
+
+    let missing = hypershift(env.path(), &settings, &["install", "--pull-secret", "nowhere.json"]);
+    assert_eq!(missing.code, 1);
+    assert_eq!(missing.stderr, "failed to read pull secret file: open nowhere.json: no such file or directory\n");
+    let partial_dns = hypershift(
+        env.path(),
+        &settings,
+        &["install", "--external-dns-provider=azure", "--pull-secret", "pull-secret.json"],
+    );
+    assert_eq!(partial_dns.code, 1);
+    assert!(
+        partial_dns.stderr.contains("--external-dns-domain-filter is required with --external-dns-provider"),
+        "{}",
+        partial_dns.stderr
+    );
+
+    let out = hypershift(
+        env.path(),
+        &settings,
+        &["install", "--pull-secret", "pull-secret.json", "--limit-crd-install", "Azure"],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("applied Deployment hypershift/operator"), "{}", out.stdout);
+    let crd = object(&sandbox, &["get", "crd", "hostedclusters.hypershift.openshift.io"]);
+    assert_eq!(crd["spec"]["names"]["shortNames"], serde_json::json!(["hc", "hcs"]));
+    let operator = object(&sandbox, &["get", "deployment", "operator", "-n", "hypershift"]);
+    assert!(managers(&operator).contains(&"hypershift".to_string()), "{:?}", managers(&operator));
+    assert_eq!(operator["spec"]["selector"]["matchLabels"]["name"], "operator");
+    let pull = object(&sandbox, &["get", "secret", "pull-secret", "-n", "hypershift"]);
+    assert_eq!(pull["type"], "kubernetes.io/dockerconfigjson");
+    let deployments = kubectl(&sandbox, &["get", "deployments", "-n", "hypershift", "-o", "name"]);
+    assert_eq!(deployments.trim(), "deployment.apps/operator");
+
+    std::fs::write(env.path().join("azure_mgmt.json"), "{\"tenantId\":\"t\",\"aadClientSecret\":\"s3cr3t\"}").unwrap();
+    let dns = hypershift(
+        env.path(),
+        &settings,
+        &[
+            "install",
+            "--external-dns-provider=azure",
+            "--external-dns-credentials",
+            "azure_mgmt.json",
+            "--pull-secret",
+            "pull-secret.json",
+            "--external-dns-domain-filter",
+            "demo.example.com",
+            "--limit-crd-install",
+            "Azure",
+        ],
+    );
+    assert_eq!(dns.code, 0, "{}{}", dns.stdout, dns.stderr);
+    let external = object(&sandbox, &["get", "deployment", "external-dns", "-n", "hypershift"]);
+    let args = external["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+    assert!(args.contains("--domain-filter=demo.example.com") && args.contains("--provider=azure"), "{args}");
+    let credentials = object(&sandbox, &["get", "secret", "external-dns-credentials", "-n", "hypershift"]);
+    assert!(credentials["data"]["credentials"].is_string());
+    assert!(!dns.stdout.contains("s3cr3t") && !dns.stderr.contains("s3cr3t"));
+}
+
+#[test]
+fn create_cluster_azure_assigns_roles_writes_the_objects_and_refuses_an_existing_cluster() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    let settings = settings(&sandbox);
+    phase1(&env, &sandbox);
+    let issuer = issuer_url(&env);
+    assert_eq!(hypershift(env.path(), &settings, &["install", "--pull-secret", "pull-secret.json"]).code, 0);
+
+    // Validation before anything is created.
+    let marketplace =
+        hypershift(env.path(), &settings, &create_cluster_args(&issuer, &["--marketplace-sku", "aro_419"]));
+    assert_eq!(marketplace.code, 1);
+    assert!(
+        marketplace.stderr.starts_with("all marketplace flags (i.e. marketplace-publisher, marketplace-offer, marketplace-sku, marketplace-version) are required"),
+        "{}",
+        marketplace.stderr
+    );
+    let shadow =
+        hypershift(env.path(), &settings, &create_cluster_args(&issuer, &["--external-dns-domain", "example.com"]));
+    assert!(shadow.stderr.contains("conflicts with cluster domain \"demo-hc.example.com\""), "{}", shadow.stderr);
+    let bad_name = hypershift(
+        env.path(),
+        &settings,
+        &["create", "cluster", "azure", "--name", "Demo_HC", "--pull-secret", "pull-secret.json"],
+    );
+    assert!(bad_name.stderr.starts_with("HostedCluster name failed RFC1123 validation"), "{}", bad_name.stderr);
+    let no_zone_rg = hypershift(
+        env.path(),
+        &settings,
+        &[
+            "create",
+            "cluster",
+            "azure",
+            "--name",
+            "demo-hc",
+            "--pull-secret",
+            "pull-secret.json",
+            "--assign-service-principal-roles",
+        ],
+    );
+    assert_eq!(
+        no_zone_rg.stderr,
+        "--dns-zone-rg-name is required when --assign-service-principal-roles or --assign-custom-hcp-roles is set\n"
+    );
+    let state = sandbox.state();
+    assert!(
+        !state["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap_or_default().contains("/resourceGroups/demo-hc-")),
+        "validation failures created nothing"
+    );
+
+    let created = hypershift(
+        env.path(),
+        &settings,
+        &create_cluster_args(
+            &issuer,
+            &["--external-dns-domain", "demo.example.com", "--generate-ssh", "--infra-id", "demo-hc-abcde"],
+        ),
+    );
+    assert_eq!(created.code, 0, "{}{}", created.stdout, created.stderr);
+    let hc = object(&sandbox, &["get", "hostedcluster", "demo-hc", "-n", "clusters"]);
+    assert_eq!(managers(&hc), ["hypershift"], "the HostedCluster is POSTed");
+    assert_eq!(hc["metadata"]["labels"]["hypershift.openshift.io/auto-created-for-infra"], "demo-hc-abcde");
+    assert_eq!(hc["spec"]["issuerURL"], issuer.as_str());
+    assert_eq!(hc["spec"]["serviceAccountSigningKey"]["name"], "demo-hcsa-token-issuer-key");
+    assert_eq!(
+        hc["spec"]["services"][0]["servicePublishingStrategy"]["route"]["hostname"],
+        "api-demo-hc.demo.example.com"
+    );
+    let identities: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.path().join("workload-identities.json")).unwrap()).unwrap();
+    assert_eq!(
+        hc["spec"]["platform"]["azure"]["azureAuthenticationConfig"]["workloadIdentities"]["disk"]["clientID"],
+        identities["disk"]["clientID"]
+    );
+    let pool = object(&sandbox, &["get", "nodepool", "demo-hc", "-n", "clusters"]);
+    assert_eq!(managers(&pool), ["hypershift-cli"]);
+    assert_eq!(pool["spec"]["replicas"], 2);
+    assert_eq!(pool["spec"]["platform"]["azure"]["diagnostics"]["storageAccountType"], "Managed");
+    let key = object(&sandbox, &["get", "secret", "demo-hcsa-token-issuer-key", "-n", "clusters"]);
+    assert!(key["data"]["key"].is_string());
+    for secret in ["demo-hc-pull-secret", "demo-hc-cloud-credentials", "demo-hc-etcd-encryption-key", "demo-hc-ssh-key"]
+    {
+        let s = object(&sandbox, &["get", "secret", secret, "-n", "clusters"]);
+        assert_eq!(managers(&s), ["hypershift-cli"], "{secret}");
+    }
+
+    // Roles by GUID at the scopes of the reference: 2 capz + 3 cloud-provider + 3 file + 1 disk
+    // + 3 ingress + 2 network + 1 image registry = 15, named uuidv5(infraID-component-scope).
+    let resources: Vec<String> = sandbox.state()["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r.as_str().map(str::to_string))
+        .collect();
+    let in_cluster_groups = resources
+        .iter()
+        .filter(|r| {
+            r.contains("/roleAssignments/")
+                && (r.contains("/resourceGroups/demo-hc-")
+                    || r.contains("/resourceGroups/os4-common/providers/Microsoft.Authorization"))
+        })
+        .count();
+    assert!(in_cluster_groups >= 15, "{resources:#?}");
+
+    let again = hypershift(env.path(), &settings, &create_cluster_args(&issuer, &[]));
+    assert_eq!((again.code, again.stderr.as_str()), (1, "hostedcluster clusters/demo-hc already exists\n"));
+
+    // create kubeconfig reads the Secret the cluster's status names (here set by hand; the
+    // operator's controllers set it when the control plane is up).
+    let early = hypershift(env.path(), &settings, &["create", "kubeconfig", "--name", "demo-hc"]);
+    assert_eq!(
+        (early.code, early.stderr.as_str()),
+        (1, "Error: cluster doesn't report a kubeconfig\ncluster doesn't report a kubeconfig\n")
+    );
+    let absent = hypershift(env.path(), &settings, &["create", "kubeconfig", "--name", "nope"]);
+    assert!(absent.stderr.contains("hostedclusters.hypershift.openshift.io \"nope\" not found"), "{}", absent.stderr);
+    let hosted_kubeconfig = env.write("hosted.kubeconfig", "apiVersion: v1\nkind: Config\nclusters: []\n");
+    kubectl(
+        &sandbox,
+        &[
+            "create",
+            "secret",
+            "generic",
+            "demo-hc-admin-kubeconfig",
+            "-n",
+            "clusters",
+            &format!("--from-file=kubeconfig={}", hosted_kubeconfig.display()),
+        ],
+    );
+    kubectl(
+        &sandbox,
+        &[
+            "patch",
+            "hostedcluster",
+            "demo-hc",
+            "-n",
+            "clusters",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"kubeconfig":{"name":"demo-hc-admin-kubeconfig"}}}"#,
+        ],
+    );
+    let printed = hypershift(env.path(), &settings, &["create", "kubeconfig", "--name", "demo-hc"]);
+    assert_eq!(
+        (printed.code, printed.stdout.as_str()),
+        (0, "apiVersion: v1\nkind: Config\nclusters: []\n"),
+        "{}",
+        printed.stderr
+    );
+}
+
+#[test]
+fn a_principal_with_contributor_only_gets_authorization_failed_on_role_assignment() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    let settings = settings(&sandbox);
+    phase1(&env, &sandbox);
+    let issuer = issuer_url(&env);
+    // Take User Access Administrator away from the cluster-operations principal.
+    let assignment = env.run(&["get", "cluster_ops_user_access_admin.id"]);
+    assert_eq!(assignment.code, 0, "{}", assignment.all());
+    let revoke = env.write(
+        "revoke.toml",
+        &format!(
+            "[runbook]\nname = \"revoke\"\n\n[[steps]]\nid = \"revoke\"\nkind = \"arm\"\ninputs.action = \"delete\"\ninputs.id = \"{}\"\ninputs.api_version = \"2022-04-01\"\n",
+            assignment.stdout.trim()
+        ),
+    );
+    let out =
+        env.command(&["--no-progress", "run", revoke.to_str().unwrap()]).envs(&sandbox.settings).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let refused = hypershift(env.path(), &settings, &create_cluster_args(&issuer, &["--infra-id", "demo-hc-zzzzz"]));
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert!(
+        refused.stderr.starts_with("failed to perform role assignment: failed to create role assignment:"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("AuthorizationFailed"), "{}", refused.stderr);
+    // Nothing reached the management cluster.
+    let clusters = kubectl(&sandbox, &["get", "secrets", "-n", "clusters", "-o", "name"]);
+    assert!(clusters.trim().is_empty(), "{clusters}");
+}
