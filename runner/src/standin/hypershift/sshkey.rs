@@ -51,6 +51,9 @@ mod tests {
         field(&mut blob, b"ssh-rsa");
         mpint(&mut blob, &[1, 0, 1]);
         mpint(&mut blob, &[0xC5]);
-        assert_eq!(blob, [0, 0, 0, 7, b's', b's', b'h', b'-', b'r', b's', b'a', 0, 0, 0, 3, 1, 0, 1, 0, 0, 0, 2, 0, 0xC5]);
+        assert_eq!(
+            blob,
+            [0, 0, 0, 7, b's', b's', b'h', b'-', b'r', b's', b'a', 0, 0, 0, 3, 1, 0, 1, 0, 0, 0, 2, 0, 0xC5]
+        );
     }
 }
