@@ -440,3 +440,126 @@ fn a_principal_with_contributor_only_gets_authorization_failed_on_role_assignmen
     let clusters = kubectl(&sandbox, &["get", "secrets", "-n", "clusters", "-o", "name"]);
     assert!(clusters.trim().is_empty(), "{clusters}");
 }
+
+#[test]
+fn install_create_available_kubeconfig_nodes_nodepool_then_destroy_removes_what_was_created() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    let settings = settings(&sandbox);
+    phase1(&env, &sandbox);
+    let issuer = issuer_url(&env);
+    let before: Vec<String> = sandbox.state()["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r.as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        hypershift(
+            env.path(),
+            &settings,
+            &["install", "--pull-secret", "pull-secret.json", "--limit-crd-install", "Azure"]
+        )
+        .code,
+        0
+    );
+    let created = hypershift(
+        env.path(),
+        &settings,
+        &create_cluster_args(&issuer, &["--generate-ssh", "--infra-id", "demo-hc-e2e01"]),
+    );
+    assert_eq!(created.code, 0, "{}{}", created.stdout, created.stderr);
+
+    // The sandbox's operator brings the cluster up; kubectl waits as the procedure does.
+    kubectl(
+        &sandbox,
+        &["wait", "--for=condition=Available", "hostedcluster/demo-hc", "-n", "clusters", "--timeout=300s"],
+    );
+    let kubeconfig = hypershift(env.path(), &settings, &["create", "kubeconfig", "--name", "demo-hc"]);
+    assert_eq!(kubeconfig.code, 0, "{}", kubeconfig.stderr);
+    let hosted = env.write("hosted.kubeconfig", &kubeconfig.stdout);
+    let pool = hypershift(
+        env.path(),
+        &settings,
+        &[
+            "create",
+            "nodepool",
+            "azure",
+            "--cluster-name",
+            "demo-hc",
+            "--name",
+            "demo-hc-workers",
+            "--replicas",
+            "1",
+            "--nodepool-subnet-id",
+            "/subscriptions/x/resourceGroups/y/providers/Microsoft.Network/virtualNetworks/z/subnets/default",
+        ],
+    );
+    assert_eq!((pool.code, pool.stdout.as_str()), (0, "NodePool demo-hc-workers created\n"), "{}", pool.stderr);
+    let again = hypershift(
+        env.path(),
+        &settings,
+        &["create", "nodepool", "azure", "--cluster-name", "demo-hc", "--name", "demo-hc-workers"],
+    );
+    assert_eq!(again.stderr, "NodePool clusters/demo-hc-workers already exists\n");
+    // The procedure's Day 2 flags are not those of hypershift at 3ee9615567.
+    let procedure = hypershift(
+        env.path(),
+        &settings,
+        &["create", "nodepool", "azure", "--cluster-name", "demo-hc", "--azure-instance-type", "Standard_D4s_v3"],
+    );
+    assert_eq!((procedure.code, procedure.stderr.as_str()), (1, "unknown flag: --azure-instance-type\n"));
+    kubectl(
+        &sandbox,
+        &[
+            "wait",
+            "--for=condition=Ready",
+            "nodepool/demo-hc",
+            "nodepool/demo-hc-workers",
+            "-n",
+            "clusters",
+            "--timeout=300s",
+        ],
+    );
+    let nodes = Command::new(KUBECTL)
+        .args(["get", "nodes", "--no-headers"])
+        .env("KUBECONFIG", &hosted)
+        .env("HOME", env.path())
+        .output()
+        .unwrap();
+    let nodes = String::from_utf8_lossy(&nodes.stdout).into_owned();
+    assert_eq!(nodes.lines().filter(|l| l.contains(" Ready ")).count(), 3, "{nodes}");
+
+    let destroyed = hypershift(
+        env.path(),
+        &settings,
+        &[
+            "destroy",
+            "cluster",
+            "azure",
+            "--name",
+            "demo-hc",
+            "--azure-creds",
+            "azure-credentials.json",
+            "--dns-zone-rg-name",
+            "os4-common",
+        ],
+    );
+    assert_eq!(destroyed.code, 0, "{}{}", destroyed.stdout, destroyed.stderr);
+    assert!(
+        kubectl(&sandbox, &["get", "hostedclusters,nodepools,secrets", "-n", "clusters", "-o", "name"])
+            .trim()
+            .is_empty()
+    );
+    // What the cluster made in Azure (resource groups, network, VMs, role assignments) is gone;
+    // Phase 1's resources stay.
+    let after: Vec<String> = sandbox.state()["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r.as_str().map(str::to_string))
+        .collect();
+    let left: Vec<&String> = after.iter().filter(|r| !before.contains(r)).collect();
+    assert!(left.is_empty(), "left behind: {left:#?}");
+    assert!(before.iter().all(|r| after.contains(r)), "Phase 1's resources must stay");
+}

@@ -97,6 +97,47 @@ impl ManagementCluster {
     }
 }
 
+impl ManagementCluster {
+    /// A JSON merge patch, as `client.Patch(…, client.MergeFrom(original))`.
+    pub async fn merge_patch(
+        &self,
+        target: (&str, &str, &str),
+        namespace: &str,
+        name: &str,
+        patch: &Value,
+    ) -> Result<(), String> {
+        let (api_version, kind, plural) = target;
+        let api = self.known_api(api_version, kind, plural, namespace);
+        api.patch(name, &PatchParams::default(), &Patch::Merge(patch)).await.map(|_| ()).map_err(|e| describe(&e))
+    }
+
+    /// DELETE; false when it was already gone.
+    pub async fn delete(&self, target: (&str, &str, &str), namespace: &str, name: &str) -> Result<bool, String> {
+        let (api_version, kind, plural) = target;
+        match self.known_api(api_version, kind, plural, namespace).delete(name, &Default::default()).await {
+            Ok(_) => Ok(true),
+            Err(e) if is_not_found(&e) => Ok(false),
+            Err(e) => Err(describe(&e)),
+        }
+    }
+
+    /// The names of the objects of a kind in a namespace that carry `label_selector`.
+    pub async fn names_labelled(
+        &self,
+        target: (&str, &str, &str),
+        namespace: &str,
+        label_selector: &str,
+    ) -> Result<Vec<String>, String> {
+        let (api_version, kind, plural) = target;
+        let params = kube::api::ListParams::default().labels(label_selector);
+        match self.known_api(api_version, kind, plural, namespace).list(&params).await {
+            Ok(list) => Ok(list.items.into_iter().filter_map(|o| o.metadata.name).collect()),
+            Err(e) if is_not_found(&e) => Ok(Vec::new()),
+            Err(e) => Err(describe(&e)),
+        }
+    }
+}
+
 fn identity(object: &Value) -> (String, String, String, Option<String>) {
     let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
     let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str).map(str::to_string);

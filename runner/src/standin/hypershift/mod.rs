@@ -9,6 +9,8 @@ mod azure;
 mod cluster_api;
 mod crds;
 mod create_cluster;
+mod create_nodepool;
+mod destroy_cluster;
 pub mod flags;
 mod install;
 mod kubeconfig;
@@ -92,7 +94,8 @@ pub fn main() -> i32 {
             Command::Install => install::run(&parsed).await,
             Command::CreateClusterAzure => create_cluster::run(&parsed).await,
             Command::CreateKubeconfig => kubeconfig::run(&parsed).await,
-            other => Err(format!("`{}` is not modelled by this stand-in yet", describe(other))),
+            Command::CreateNodePoolAzure => create_nodepool::run(&parsed).await,
+            Command::DestroyClusterAzure => destroy_cluster::run(&parsed).await,
         }
     });
     match result {
@@ -101,15 +104,5 @@ pub fn main() -> i32 {
             eprintln!("{error}");
             1
         }
-    }
-}
-
-fn describe(command: Command) -> &'static str {
-    match command {
-        Command::Install => "hypershift install",
-        Command::CreateClusterAzure => "hypershift create cluster azure",
-        Command::CreateNodePoolAzure => "hypershift create nodepool azure",
-        Command::CreateKubeconfig => "hypershift create kubeconfig",
-        Command::DestroyClusterAzure => "hypershift destroy cluster azure",
     }
 }
