@@ -106,3 +106,54 @@ fn a_user_without_cluster_admin_is_stopped_before_anything_is_written() {
         env.command(&["--no-progress", "resume"]).envs(&sandbox.settings).env("PATH", path).output().unwrap();
     assert!(admitted.status.success(), "{}", String::from_utf8_lossy(&admitted.stderr));
 }
+
+#[test]
+fn without_external_dns_phase_2_installs_the_operator_alone() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    let vars = env.write(
+        "phase1.vars.toml",
+        &format!(
+            "prefix = \"plain\"\noidc_storage_account = \"plainoidc\"\nexternal_dns = false\nca_file = \"{}\"\n",
+            sandbox.dir.join("sandbox-ca.pem").display()
+        ),
+    );
+    let phase1 = env
+        .command(&["--no-progress", "run", "phase1-workload-identity", "--vars", vars.to_str().unwrap()])
+        .envs(&sandbox.settings)
+        .output()
+        .unwrap();
+    assert!(phase1.status.success(), "{}", String::from_utf8_lossy(&phase1.stderr));
+    std::fs::write(env.path().join("pull-secret.json"), "{\"auths\":{}}\n").unwrap();
+    let bin = env.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(crate::support::runbook_bin(), bin.join("hypershift")).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+
+    // Asking for External DNS when Phase 1 made none is stopped by the hand-off gate.
+    let mismatch = env
+        .command(&["--no-progress", "run", "phase2-management-cluster", "--var", "external_dns=true"])
+        .envs(&sandbox.settings)
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert_eq!(mismatch.status.code(), Some(4), "{}", String::from_utf8_lossy(&mismatch.stderr));
+    assert!(String::from_utf8_lossy(&mismatch.stderr).contains("azure_mgmt.json"));
+
+    let run = env
+        .command(&["--no-progress", "run", "phase2-management-cluster", "--fresh"])
+        .envs(&sandbox.settings)
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let out = env.run(&["get", "phase2-management-cluster.external_dns"]);
+    assert_eq!(out.stdout.trim(), "false");
+    let kubectl = std::process::Command::new("/usr/bin/kubectl")
+        .args(["get", "deployments", "-n", "hypershift", "-o", "name"])
+        .env("KUBECONFIG", &sandbox.settings["KUBECONFIG"])
+        .env("HOME", env.path())
+        .output()
+        .expect("kubectl 1.32 is required at /usr/bin/kubectl");
+    assert_eq!(String::from_utf8_lossy(&kubectl.stdout).trim(), "deployment.apps/operator");
+}
