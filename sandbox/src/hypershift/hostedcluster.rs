@@ -95,6 +95,9 @@ impl ClusterReconciler {
         if super::deleting(&hc) {
             return super::finalizers::hosted_cluster(hs, self, &hc).await;
         }
+        if let Some(left) = super::paused_for(&hc) {
+            return super::while_paused(left);
+        }
         if !super::has_finalizer(&hc) {
             // The write wakes this reconciler again.
             super::add_finalizer(hs, HOSTED_CLUSTERS, &hc);

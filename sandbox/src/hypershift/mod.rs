@@ -213,6 +213,25 @@ pub(crate) fn deleting(obj: &Value) -> bool {
     obj["metadata"].get("deletionTimestamp").is_some_and(|t| !t.is_null())
 }
 
+/// How long `spec.pausedUntil` still holds the object, as HyperShift reads the field: `"true"`
+/// pauses until the field is removed, an RFC 3339 time until then. A paused object is left
+/// alone by its reconciler (no finalizer, no status), which is what lets people and tests take
+/// a HostedCluster or NodePool out of the operator's hands.
+pub(crate) fn paused_for(obj: &Value) -> Option<Option<std::time::Duration>> {
+    match obj["spec"]["pausedUntil"].as_str()? {
+        "true" => Some(None),
+        until => {
+            let left = until.parse::<jiff::Timestamp>().ok()?.duration_since(jiff::Timestamp::now());
+            std::time::Duration::try_from(left).ok().filter(|d| !d.is_zero()).map(Some)
+        }
+    }
+}
+
+/// What a paused reconciler does next: look again when the pause ends, or wait for a change.
+pub(crate) fn while_paused(left: Option<std::time::Duration>) -> actors::Next {
+    left.map_or(actors::Next::Wait, actors::Next::After)
+}
+
 pub(crate) fn has_finalizer(obj: &Value) -> bool {
     obj["metadata"]["finalizers"].as_array().is_some_and(|f| f.iter().any(|x| x == FINALIZER))
 }
@@ -302,4 +321,22 @@ pub(crate) fn record_event(
         "firstTimestamp": t, "lastTimestamp": t, "count": 1,
     });
     let _ = hs.mgmt.create("events", Some(&ns), event, component);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paused_until(value: &str) -> Option<Option<std::time::Duration>> {
+        paused_for(&json!({"spec": {"pausedUntil": value}}))
+    }
+
+    #[test]
+    fn paused_until_true_holds_until_removed_and_a_time_until_it_passes() {
+        assert_eq!(paused_until("true"), Some(None));
+        assert!(paused_until("2999-01-01T00:00:00Z").is_some_and(|left| left.is_some()));
+        assert_eq!(paused_until("2001-01-01T00:00:00Z"), None);
+        assert_eq!(paused_until("false"), None);
+        assert_eq!(paused_for(&json!({"spec": {}})), None);
+    }
 }

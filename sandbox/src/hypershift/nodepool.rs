@@ -92,6 +92,9 @@ impl NodePoolReconciler {
         if super::deleting(&np) {
             return super::finalizers::node_pool(hs, self, &np);
         }
+        if let Some(left) = super::paused_for(&np) {
+            return super::while_paused(left);
+        }
         if !super::has_finalizer(&np) {
             super::add_finalizer(hs, NODE_POOLS, &np);
             return Next::Wait;
