@@ -26,6 +26,80 @@ impl Exec {
     pub fn with_env(base_env: BTreeMap<String, String>) -> Self {
         Exec { base_env }
     }
+
+    /// Runs `argv` with the step's environment and working directory and waits for it, killing
+    /// its whole process group if the step is cancelled.
+    async fn launch(
+        &self,
+        ctx: &StepContext,
+        inputs: &ExecInputs,
+        argv: &[String],
+        stdin: Option<&str>,
+    ) -> Result<Finished, StepError> {
+        let program = resolve_program(&argv[0], self.base_env.get("PATH"));
+        let mut command = tokio::process::Command::new(&program);
+        command.args(&argv[1..]);
+        if inputs.clear_env {
+            command.env_clear();
+            for keep in ["PATH", "HOME"] {
+                if let Some(value) = std::env::var_os(keep) {
+                    command.env(keep, value);
+                }
+            }
+        }
+        command.envs(&self.base_env);
+        command.envs(&inputs.env);
+        command.current_dir(match &inputs.cwd {
+            Some(dir) => ctx.resolve_path(dir),
+            None => ctx.work_dir.clone(),
+        });
+        command
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group: a Ctrl-C at the terminal reaches the runner only, which
+            // lets running steps finish (graceful cancel) unless the operator presses it twice.
+            .process_group(0)
+            .kill_on_drop(true);
+
+        let mut child = command.spawn().map_err(|e| {
+            StepError::permanent(format!("cannot start `{}`: {e}", argv[0]))
+                .with_code(if e.kind() == std::io::ErrorKind::NotFound { "ProgramNotFound" } else { "SpawnFailed" })
+                .with_hint("check that the program is installed and on PATH")
+        })?;
+        let group = ProcessGroupGuard(child.id());
+
+        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            let text = text.to_string();
+            tokio::spawn(async move {
+                let _ = pipe.write_all(text.as_bytes()).await;
+            });
+        }
+        let limit = inputs.capture_limit.unwrap_or(DEFAULT_CAPTURE_LIMIT);
+        let stdout = tokio::spawn(read_bounded(child.stdout.take().expect("piped"), limit));
+        let stderr = tokio::spawn(read_bounded(child.stderr.take().expect("piped"), limit));
+
+        let status = tokio::select! {
+            status = child.wait() => status.map_err(|e| StepError::permanent(format!("waiting for `{}`: {e}", argv[0])))?,
+            _ = ctx.cancel.cancelled() => {
+                drop(group);
+                return Err(StepError::new(crate::ErrorClass::Cancelled, "cancelled; the program was killed"));
+            }
+        };
+        group.disarm();
+        let (stdout, stdout_truncated) = stdout.await.unwrap_or_default();
+        let (stderr, stderr_truncated) = stderr.await.unwrap_or_default();
+        Ok(Finished { status, stdout, stdout_truncated, stderr, stderr_truncated })
+    }
+}
+
+/// A program that ran to its end, with what it printed (bounded).
+struct Finished {
+    status: std::process::ExitStatus,
+    stdout: Vec<u8>,
+    stdout_truncated: bool,
+    stderr: Vec<u8>,
+    stderr_truncated: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -34,6 +108,15 @@ pub struct ExecInputs {
     /// Program and arguments, e.g. ["hypershift", "create", "cluster", "azure", "--name", "${vars.cluster_name}"].
     #[schemars(length(min = 1))]
     pub argv: Vec<String>,
+    /// Options appended after `argv`, e.g. { "--external-dns-domain" = "${vars.zone}" }: a text
+    /// or number gives `--flag value`, `true` gives `--flag` alone, and an empty text, `false` or
+    /// null leaves the flag out, so optional flags need no separate step.
+    #[serde(default)]
+    pub flags: serde_json::Map<String, Value>,
+    /// A check run first, with the same environment: when it exits 0, what the program does is
+    /// already done (e.g. ["kubectl", "get", "hostedcluster/NAME", "-n", "clusters"]), so the
+    /// program is not run and the step succeeds. This makes a create command safe to re-run.
+    pub unless: Option<Vec<String>>,
     /// Extra environment variables (the way to hand a program a secret without exposing it in argv).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
@@ -80,65 +163,32 @@ impl StepKind for Exec {
     }
 
     fn exposed_inputs(&self) -> &'static [&'static str] {
-        &["/argv"]
+        &["/argv", "/flags", "/unless"]
     }
 
     async fn run(&self, ctx: &StepContext, raw: &Value) -> Result<StepOutcome, StepError> {
         refuse_bad_inputs(check_exec_inputs(raw))?;
-        let inputs: ExecInputs = parse_inputs(raw)?;
-        let program = resolve_program(&inputs.argv[0], self.base_env.get("PATH"));
-        let mut command = tokio::process::Command::new(&program);
-        command.args(&inputs.argv[1..]);
-        if inputs.clear_env {
-            command.env_clear();
-            for keep in ["PATH", "HOME"] {
-                if let Some(value) = std::env::var_os(keep) {
-                    command.env(keep, value);
+        let mut inputs: ExecInputs = parse_inputs(raw)?;
+        inputs.argv.extend(flag_arguments(&inputs.flags));
+        if let Some(probe) = inputs.unless.as_ref().filter(|p| !p.is_empty()) {
+            let finished = self.launch(ctx, &inputs, probe, None).await?;
+            if finished.status.code() == Some(0) {
+                let mut outputs = serde_json::Map::new();
+                outputs.insert("exit_code".into(), Value::Null);
+                for name in ctx.output_specs.keys() {
+                    outputs.insert(name.clone(), Value::Null);
                 }
+                let evidence = json!({
+                    "skipped": "the `unless` check succeeded: what the program does is already done",
+                    "unless": probe.iter().map(|a| ctx.redact(a)).collect::<Vec<_>>(),
+                    "argv": inputs.argv.iter().map(|a| ctx.redact(a)).collect::<Vec<_>>(),
+                    "unless_stdout_tail": ctx.redact(&tail(&String::from_utf8_lossy(&finished.stdout), 500)),
+                });
+                return Ok(StepOutcome { outputs, evidence });
             }
         }
-        command.envs(&self.base_env);
-        command.envs(&inputs.env);
-        command.current_dir(match &inputs.cwd {
-            Some(dir) => ctx.resolve_path(dir),
-            None => ctx.work_dir.clone(),
-        });
-        command
-            .stdin(if inputs.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group: a Ctrl-C at the terminal reaches the runner only, which
-            // lets running steps finish (graceful cancel) unless the operator presses it twice.
-            .process_group(0)
-            .kill_on_drop(true);
-
-        let mut child = command.spawn().map_err(|e| {
-            StepError::permanent(format!("cannot start `{}`: {e}", inputs.argv[0]))
-                .with_code(if e.kind() == std::io::ErrorKind::NotFound { "ProgramNotFound" } else { "SpawnFailed" })
-                .with_hint("check that the program is installed and on PATH")
-        })?;
-        let group = ProcessGroupGuard(child.id());
-
-        if let (Some(text), Some(mut stdin)) = (inputs.stdin.as_ref(), child.stdin.take()) {
-            let text = text.clone();
-            tokio::spawn(async move {
-                let _ = stdin.write_all(text.as_bytes()).await;
-            });
-        }
-        let limit = inputs.capture_limit.unwrap_or(DEFAULT_CAPTURE_LIMIT);
-        let stdout = tokio::spawn(read_bounded(child.stdout.take().expect("piped"), limit));
-        let stderr = tokio::spawn(read_bounded(child.stderr.take().expect("piped"), limit));
-
-        let status = tokio::select! {
-            status = child.wait() => status.map_err(|e| StepError::permanent(format!("waiting for `{}`: {e}", inputs.argv[0])))?,
-            _ = ctx.cancel.cancelled() => {
-                drop(group);
-                return Err(StepError::new(crate::ErrorClass::Cancelled, "cancelled; the program was killed"));
-            }
-        };
-        group.disarm();
-        let (stdout, stdout_truncated) = stdout.await.unwrap_or_default();
-        let (stderr, stderr_truncated) = stderr.await.unwrap_or_default();
+        let Finished { status, stdout, stdout_truncated, stderr, stderr_truncated } =
+            self.launch(ctx, &inputs, &inputs.argv, inputs.stdin.as_deref()).await?;
         let stdout = String::from_utf8_lossy(&stdout).into_owned();
         let stderr = String::from_utf8_lossy(&stderr).into_owned();
 
@@ -188,6 +238,21 @@ impl StepKind for Exec {
     }
 }
 
+/// The arguments `flags` stands for, in the order written.
+fn flag_arguments(flags: &serde_json::Map<String, Value>) -> Vec<String> {
+    let mut args = Vec::new();
+    for (flag, value) in flags {
+        match value {
+            Value::Null | Value::Bool(false) => {}
+            Value::String(text) if text.is_empty() => {}
+            Value::Bool(true) => args.push(flag.clone()),
+            Value::String(text) => args.extend([flag.clone(), text.clone()]),
+            other => args.extend([flag.clone(), other.to_string()]),
+        }
+    }
+    args
+}
+
 /// What the operating system would refuse, found before anything runs: an empty program name,
 /// NUL bytes (C strings end there), environment names that are empty or hold `=`, values that
 /// are not text, and an empty list of successful exit codes.
@@ -207,6 +272,37 @@ fn check_exec_inputs(inputs: &Value) -> Vec<InputProblem> {
         for (i, arg) in argv.iter().enumerate() {
             if arg.as_str().is_some_and(|a| a.contains('\0')) {
                 problems.push(nul(format!("/argv/{i}"), &format!("argv[{i}]")));
+            }
+        }
+    }
+    if inputs
+        .get("unless")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+        .and_then(known_text)
+        .is_some_and(|p| p.trim().is_empty())
+    {
+        problems.push(
+            InputProblem::new("/unless/0", "the program of the `unless` check is empty")
+                .with_hint("name the check to run, e.g. [\"kubectl\", \"get\", \"hostedcluster/NAME\"]"),
+        );
+    }
+    if let Some(flags) = inputs.get("flags").and_then(Value::as_object) {
+        for (flag, value) in flags {
+            let at = format!("/flags/{}", pointer_segment(flag));
+            if !flag.starts_with('-') || flag.contains(char::is_whitespace) {
+                problems.push(
+                    InputProblem::new(&at, format!("`{}` is not an option name", flag.escape_debug()))
+                        .with_hint("flags are written as the program spells them, e.g. \"--name\" or \"-n\""),
+                );
+            }
+            match value {
+                Value::String(text) if text.contains('\0') => problems.push(nul(at, &format!("flag `{flag}`"))),
+                Value::Array(_) | Value::Object(_) => problems.push(
+                    InputProblem::new(&at, format!("flag `{flag}` has a list or table value"))
+                        .with_hint("a flag takes one text or number, or true for a flag without a value"),
+                ),
+                _ => {}
             }
         }
     }
@@ -272,4 +368,44 @@ fn resolve_program(program: &str, path: Option<&String>) -> std::path::PathBuf {
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
         .unwrap_or_else(|| program.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_give_values_bare_switches_and_leave_out_empty_ones() {
+        let flags = json!({
+            "--name": "demo",
+            "--node-pool-replicas": 2,
+            "--generate-ssh": true,
+            "--external-dns-domain": "",
+            "--fips": false,
+            "--marketplace-sku": null,
+        });
+        let args = flag_arguments(flags.as_object().unwrap());
+        assert_eq!(args, ["--name", "demo", "--node-pool-replicas", "2", "--generate-ssh"]);
+    }
+
+    #[tokio::test]
+    async fn unless_skips_the_program_when_its_check_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = crate::keypair::tests::context_in(dir.path());
+        let touch = |unless: &str| json!({ "argv": ["touch", "made"], "unless": [unless] });
+        let skipped = Exec::default().run(&ctx, &touch("true")).await.unwrap();
+        assert!(!dir.path().join("made").exists());
+        assert_eq!(skipped.outputs["exit_code"], Value::Null);
+        assert!(skipped.evidence["skipped"].is_string());
+        let ran = Exec::default().run(&ctx, &touch("false")).await.unwrap();
+        assert!(dir.path().join("made").exists());
+        assert_eq!(ran.outputs["exit_code"], json!(0));
+    }
+
+    #[test]
+    fn a_flag_that_is_no_option_or_holds_a_list_is_refused() {
+        let problems = check_exec_inputs(&json!({ "argv": ["x"], "flags": { "name": "a", "--tags": ["a"] } }));
+        let at: Vec<&str> = problems.iter().map(|p| p.pointer.as_str()).collect();
+        assert_eq!(at, ["/flags/name", "/flags/--tags"]);
+    }
 }

@@ -11,6 +11,9 @@ use crate::{
     json_pointer_problem,
 };
 
+/// The code of a gate that fails on values known before the run; it stops `plan` and `run`.
+pub const PREFLIGHT_GATE_FAILED: &str = "GateAssertionFailed";
+
 /// A verification gate: assertions over observed state and journaled values, and/or a manual
 /// approval that a persona gives with `runbook approve RUN GATE`.
 pub struct Gate;
@@ -99,6 +102,26 @@ impl StepKind for Gate {
 
     fn check_inputs(&self, inputs: &Value, _ctx: &CheckContext<'_>) -> Vec<InputProblem> {
         check_gate_inputs(inputs)
+    }
+
+    /// A gate whose values are all known before the run (variables, literals, earlier runbooks'
+    /// values) is decided by `plan` and before `run` writes anything, so a runbook can refuse a
+    /// bad combination of variables up front. Comparisons with files wait for the run.
+    async fn preflight(&self, raw: &Value) -> Result<(), StepError> {
+        let Ok(inputs) = parse_inputs::<GateInputs>(raw) else { return Ok(()) };
+        let failures: Vec<String> = inputs
+            .assert
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.equals_file.is_none())
+            .filter_map(|(i, a)| compare(a).err().map(|why| describe(i, a, &why)))
+            .collect();
+        if failures.is_empty() {
+            return Ok(());
+        }
+        Err(StepError::new(ErrorClass::GateFailed, failures.join("; "))
+            .with_code(PREFLIGHT_GATE_FAILED)
+            .with_hint("the values this gate checks are known before the run: change the variables it names"))
     }
 
     async fn run(&self, ctx: &StepContext, raw: &Value) -> Result<StepOutcome, StepError> {
@@ -210,6 +233,12 @@ fn check(ctx: &StepContext, a: &Assertion) -> Result<(), String> {
             return Err(format!("expected {expected} (from {}{}), found {v}", path.display(), file.pointer));
         }
     }
+    compare(a)
+}
+
+/// The comparisons of an assertion that need nothing but its value.
+fn compare(a: &Assertion) -> Result<(), String> {
+    let v = &a.value;
     if let Some(expected) = &a.equals
         && !loosely_equal(v, expected)
     {
@@ -321,6 +350,19 @@ mod tests {
             output_specs: Default::default(),
             approval: None,
         }
+    }
+
+    #[tokio::test]
+    async fn values_known_before_the_run_are_decided_by_preflight() {
+        let marketplace = |value: &str| {
+            json!({ "assert": [{ "name": "all four or none", "value": value, "matches": "^(\\|\\|\\||[^|]+\\|[^|]+\\|[^|]+\\|[^|]+)$" },
+                               { "value": "x", "equals_file": { "path": "missing.json", "pointer": "/a" } }] })
+        };
+        assert!(Gate.preflight(&marketplace("|||")).await.is_ok());
+        assert!(Gate.preflight(&marketplace("p|o|s|v")).await.is_ok());
+        let error = Gate.preflight(&marketplace("p||s|v")).await.unwrap_err();
+        assert_eq!(error.code.as_deref(), Some(PREFLIGHT_GATE_FAILED));
+        assert!(error.message.starts_with("all four or none:"), "{}", error.message);
     }
 
     #[test]

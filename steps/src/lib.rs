@@ -26,8 +26,12 @@ mod output_spec;
 mod template;
 
 pub use arm::{Arm, ArmAction, ArmInputs, PrincipalType};
-pub use azure::preflight::DECISIVE_CODES as PREFLIGHT_DECISIVE_CODES;
 pub use azure::whoami::signed_in_principal;
+
+/// Codes a preflight returns for problems that make the step certain to fail: they stop `plan`
+/// and `run` before anything is written (other preflight errors are only reported).
+pub const PREFLIGHT_DECISIVE_CODES: &[&str] =
+    &[azure::preflight::STORAGE_NAME_TAKEN, azure::preflight::STORAGE_NAME_INVALID, gate::PREFLIGHT_GATE_FAILED];
 pub use azure::{AzureSettings, AzureTarget, CredentialChoice, SettingsSource, is_loopback_url};
 pub use blob::{Blob, BlobAction, BlobAuth, BlobInputs, BlobPublicAccess};
 pub use checkpoint::Checkpoint;

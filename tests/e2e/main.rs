@@ -14,6 +14,7 @@ mod kube_resume;
 mod kubectl;
 mod phase1;
 mod phase2;
+mod phase3;
 mod rehearsal_safety;
 mod resume;
 mod retries;

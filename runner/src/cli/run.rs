@@ -125,6 +125,10 @@ async fn preflight(env: &Env, prepared: &Prepared, work_dir: &std::path::Path) -
             work_dir,
         };
         let Ok(mut resolved) = scope.resolve(&Value::Object(def.spec.inputs.clone())) else { continue };
+        // What a preflight reports may quote its inputs: a secret stays for the run to check.
+        if resolved.secret {
+            continue;
+        }
         crate::model::schema::coerce_scalars(&mut resolved.value, &def.inputs_schema, &def.inputs_schema);
         match def.kind.preflight(&resolved.value).await {
             Ok(()) => {}
@@ -135,7 +139,11 @@ async fn preflight(env: &Env, prepared: &Prepared, work_dir: &std::path::Path) -
                     .runbook
                     .doc
                     .problem(
-                        &format!("{}/inputs/id", def.pointer()),
+                        &format!(
+                            "{}/inputs{}",
+                            def.pointer(),
+                            if def.spec.inputs.contains_key("id") { "/id" } else { "" }
+                        ),
                         format!("step `{}` cannot succeed: {error}", instance.id),
                     )
                     .maybe_hint(error.hint.clone());

@@ -11,8 +11,9 @@ use crate::azure::session::ArmSession;
 /// The api-version used for the availability check (any current Microsoft.Storage version works).
 const STORAGE_API_VERSION: &str = "2023-05-01";
 
-/// Codes a preflight returns for problems that make the step certain to fail.
-pub const DECISIVE_CODES: &[&str] = &["StorageAccountAlreadyTaken", "AccountNameInvalid"];
+/// The codes of a storage account name that cannot be had (see `crate::PREFLIGHT_DECISIVE_CODES`).
+pub const STORAGE_NAME_TAKEN: &str = "StorageAccountAlreadyTaken";
+pub const STORAGE_NAME_INVALID: &str = "AccountNameInvalid";
 
 fn storage_account_pattern() -> Regex {
     Regex::new(
@@ -53,8 +54,8 @@ pub async fn storage_account_name(session: &mut ArmSession<'_>, id: &str) -> Res
         return Ok(());
     }
     let code = match answer["reason"].as_str() {
-        Some("AccountNameInvalid") => "AccountNameInvalid",
-        _ => "StorageAccountAlreadyTaken",
+        Some("AccountNameInvalid") => STORAGE_NAME_INVALID,
+        _ => STORAGE_NAME_TAKEN,
     };
     let message = answer["message"].as_str().unwrap_or("the name is not available");
     Err(StepError::permanent(format!("storage account name `{name}`: {message}")).with_code(code).with_hint(
