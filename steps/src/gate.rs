@@ -174,8 +174,10 @@ fn check_gate_inputs(inputs: &Value) -> Vec<InputProblem> {
     let assertions = inputs.get("assert").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     for (i, assertion) in assertions.iter().enumerate() {
         let Some(fields) = assertion.as_object() else { continue };
+        // `equals = false` compares; `not_empty = false` does not.
+        let switched_off = |key: &str, v: &Value| key == "not_empty" && *v == Value::Bool(false);
         let compares =
-            COMPARISONS.iter().any(|key| fields.get(*key).is_some_and(|v| !v.is_null() && *v != Value::Bool(false)));
+            COMPARISONS.iter().any(|key| fields.get(*key).is_some_and(|v| !v.is_null() && !switched_off(key, v)));
         if !compares {
             problems.push(
                 InputProblem::new(format!("/assert/{i}"), "this assertion compares nothing, so it would always pass")
@@ -350,6 +352,13 @@ mod tests {
             output_specs: Default::default(),
             approval: None,
         }
+    }
+
+    #[test]
+    fn equals_false_compares_and_not_empty_false_does_not() {
+        let problems = |assertion: Value| check_gate_inputs(&json!({ "assert": [assertion] }));
+        assert!(problems(json!({ "value": true, "equals": false })).is_empty());
+        assert_eq!(problems(json!({ "value": "x", "not_empty": false })).len(), 1);
     }
 
     #[tokio::test]

@@ -1,5 +1,5 @@
 //! The `kube` step kind: a Kubernetes API server through kube-rs. Actions: access, apply,
-//! secret, get, wait, pods_ready, scale, patch, delete. Every action is safe to re-run: writes
+//! secret, get, wait, pods_ready, wait_all, scale, patch, delete. Every action is safe to re-run: writes
 //! are made only when the object differs from what the step wants.
 
 mod access;
@@ -15,6 +15,7 @@ mod schema;
 mod secret;
 mod session;
 mod target;
+mod wait_all;
 mod watch;
 
 use std::collections::BTreeMap;
@@ -92,6 +93,7 @@ impl StepKind for Kube {
                 .map(|n| OutputDecl { name: n.to_string(), secret: false })
                 .collect(),
             "pods_ready" => names(&["count", "pods"]),
+            "wait_all" => names(&["count", "names"]),
             "scale" => names(&["replicas", "previous_replicas", "changed", "resource_version"]),
             "patch" => [&IDENTITY[..], &["changed"]]
                 .concat()
@@ -194,6 +196,7 @@ async fn perform(session: &mut Session<'_>, inputs: &KubeInputs) -> Result<Produ
         KubeInputs::Get(i) => objects::get(session, &i.target, i.ok_if_missing).await,
         KubeInputs::Wait(i) => objects::wait(session, i).await,
         KubeInputs::PodsReady(i) => pods::pods_ready(session, i).await,
+        KubeInputs::WaitAll(i) => wait_all::wait_all(session, i).await,
         KubeInputs::Scale(i) => objects::scale(session, i).await,
         KubeInputs::Patch(i) => objects::patch(session, i).await,
         KubeInputs::Delete(i) => objects::delete(session, i).await,

@@ -379,3 +379,45 @@ async fn unknown_kinds_and_bad_inputs_fail_clearly_before_any_request() {
     assert_eq!(unknown.code.as_deref(), Some("KindNotServed"), "{unknown:?}");
     assert!(unknown.hint.unwrap().contains("Established"));
 }
+
+#[tokio::test]
+async fn wait_all_needs_every_object_of_the_kind_to_hold_the_condition() {
+    let rig = Arc::new(Rig::start(KubeApiConfig::default()).await);
+    let handle = rig.server.handle();
+    let node_status = |ready: &str| json!({"status": {"conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": "2026-11-23T00:00:00Z"}]}});
+    for name in ["worker-a", "worker-b"] {
+        handle
+            .create("nodes", None, json!({"metadata": {"name": name, "labels": {"role": "worker"}}}), "test")
+            .unwrap();
+        handle.patch_status("nodes", None, name, node_status("False"), "kubelet").unwrap();
+    }
+    let waiting = {
+        let rig = rig.clone();
+        tokio::spawn(async move {
+            rig.run(json!({"action": "wait_all", "api_version": "v1", "kind": "Node", "selector": "role=worker",
+                           "min": 2, "timeout": "60s"}))
+                .await
+        })
+    };
+    // One Ready node of two is not enough.
+    handle.patch_status("nodes", None, "worker-a", node_status("True"), "kubelet").unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "worker-b is not Ready yet");
+    handle.patch_status("nodes", None, "worker-b", node_status("True"), "kubelet").unwrap();
+    let done = waiting.await.unwrap().expect("every node Ready");
+    assert_eq!(done.outputs["count"], 2);
+    assert_eq!(done.outputs["names"], json!(["worker-a", "worker-b"]));
+
+    // A cluster-scoped kind takes no namespace; fewer objects than `min` time out (the fresh
+    // cluster's own node makes three).
+    let scoped = rig
+        .run(json!({"action": "wait_all", "api_version": "v1", "kind": "Node", "namespace": "default"}))
+        .await
+        .expect_err("Node is cluster-scoped");
+    assert!(scoped.message.contains("cluster-scoped"), "{}", scoped.message);
+    let too_few = rig
+        .run(json!({"action": "wait_all", "api_version": "v1", "kind": "Node", "min": 4, "timeout": "1s"}))
+        .await
+        .expect_err("only three nodes");
+    assert!(too_few.message.contains("3 of at least 4"), "{}", too_few.message);
+}

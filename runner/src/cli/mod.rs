@@ -234,7 +234,7 @@ pub enum Command {
     #[cfg(feature = "sandbox")]
     /// Run the phases end to end against the built-in sandbox (no Azure account needed)
     Rehearse {
-        /// Only this phase (default: every phase that can be rehearsed)
+        /// Stop after this phase (1, 2, 3; 4 is Day 2, 5 is cleanup; default: every phase)
         #[arg(long)]
         phase: Option<u8>,
         /// Rehearsals go in a new directory under this one
@@ -246,6 +246,9 @@ pub enum Command {
         /// Who creates the signing key and OIDC issuer in Phase 1: native, or ccoctl (a stand-in acting on the sandbox)
         #[arg(long, default_value = "native", value_parser = ["native", "ccoctl"])]
         oidc_tool: String,
+        /// Keep the sandbox up after the phases, until Ctrl-C (writes sandbox.env and the kubeconfigs)
+        #[arg(long)]
+        serve: bool,
         #[command(flatten)]
         sandbox: SandboxArgs,
     },
@@ -396,7 +399,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             bench::phase(&env, phase, dir, sandbox.options()).await
         }
         #[cfg(feature = "sandbox")]
-        Command::Rehearse { phase, dir, check_idempotent, oidc_tool, sandbox } => {
+        Command::Rehearse { phase, dir, check_idempotent, oidc_tool, serve, sandbox } => {
             rehearse::rehearse(
                 &env,
                 phase,
@@ -405,6 +408,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
                 sandbox.options(),
                 check_idempotent,
                 &oidc_tool,
+                serve,
             )
             .await
         }

@@ -12,8 +12,31 @@ use crate::cli::sandbox::{SandboxOptions, azure_env, start};
 use crate::cli::{Env, RerunArgs, VarArgs, run};
 use runbook_steps::SettingsSource;
 
-/// The phases a rehearsal can run, in order, with the variables that suit the sandbox.
-const PHASES: &[(u8, &str)] = &[(1, "phase1-workload-identity"), (2, "phase2-management-cluster")];
+/// The phases a rehearsal can run, in order: (phase, runbook). Day 2 (4) and cleanup (5) run
+/// several runbooks each, in this order.
+const PHASES: &[(u8, &str)] = &[
+    (1, "phase1-workload-identity"),
+    (2, "phase2-management-cluster"),
+    (3, "phase3-hosted-cluster"),
+    (4, "day2-add-nodepool"),
+    (4, "day2-scale-nodepool"),
+    (4, "day2-upgrade-cluster"),
+    (4, "day2-delete-nodepool"),
+    (5, "cleanup-hosted-cluster"),
+    (5, "cleanup-shared-resources"),
+];
+
+/// A phase's number and one of its runbooks.
+pub type PhaseRunbook = (u8, &'static str);
+
+/// What a person calls each phase.
+pub fn phase_name(phase: u8) -> String {
+    match phase {
+        4 => "Day 2".into(),
+        5 => "Cleanup".into(),
+        n => format!("Phase {n}"),
+    }
+}
 
 fn phase_vars(phase: u8, ca_file: &Path, oidc_tool: &str) -> String {
     match phase {
@@ -92,15 +115,23 @@ impl Rehearsal {
     /// Runs one phase; returns the exit, a summary for `--output json`, and the run's
     /// `run_finished` data (timings, critical path).
     pub async fn run_phase(&self, number: u8, runbook: &str) -> CliResult<(Exit, Value, Value)> {
-        let vars_file = self.workdir.join(format!("phase{number}.vars.toml"));
-        std::fs::write(&vars_file, phase_vars(number, &self.ca_file, &self.oidc_tool))
-            .map_err(|e| CliError::Internal(e.into()))?;
+        let vars_file = self.workdir.join(format!("{runbook}.vars.toml"));
+        let text = match later_phase_vars(runbook, &self.workdir).map_err(|e| CliError::Internal(e.into()))? {
+            Some(text) => text,
+            None => phase_vars(number, &self.ca_file, &self.oidc_tool),
+        };
+        std::fs::write(&vars_file, text).map_err(|e| CliError::Internal(e.into()))?;
         phase_files(number, &self.workdir).map_err(|e| CliError::Internal(e.into()))?;
         let vars = VarArgs { vars_file: Some(vars_file), vars: Vec::new() };
-        let exit =
+        let mut exit =
             run::run(&self.env, runbook, &vars, Some(self.workdir.clone()), false, &RerunArgs::default()).await?;
         let journal = self.env.require_journal()?;
         let record = journal.latest_run(Some(runbook))?;
+        if exit == Exit::AwaitingApproval
+            && let Some(record) = &record
+        {
+            exit = self.approve_and_resume(&record.id).await?;
+        }
         let finished = record
             .as_ref()
             .and_then(|r| journal.events_for_run(&r.id).ok())
@@ -112,8 +143,35 @@ impl Rehearsal {
                     .and_then(|e| serde_json::to_value(&e.data).ok())
             })
             .unwrap_or(Value::Null);
-        let summary = json!({ "runbook": runbook, "run_id": record.map(|r| r.id), "status": finished["status"] });
+        let retried = record.as_ref().map(|r| retried_steps(&journal, &r.id)).transpose()?.unwrap_or(0);
+        let summary = json!({
+            "phase": number, "runbook": runbook, "run_id": record.map(|r| r.id), "status": finished["status"],
+            "duration_ms": finished["duration_ms"], "critical_path_ms": finished["critical_path_ms"],
+            "steps": finished["counts"], "retried": retried,
+        });
         Ok((exit, summary, finished))
+    }
+
+    /// A rehearsal plays the persona a manual gate asks for: it approves what the gate names
+    /// (recorded in the journal as any approval is), then resumes the run.
+    async fn approve_and_resume(&self, run_id: &str) -> CliResult<Exit> {
+        let journal = self.env.require_journal()?;
+        let (states, _) = crate::cli::inspect::step_states(&journal, run_id)?;
+        let waiting: Vec<String> =
+            states.iter().filter(|(_, s)| s["state"] == "awaiting_approval").map(|(k, _)| k.clone()).collect();
+        drop(journal);
+        for gate in &waiting {
+            if !self.env.json {
+                eprintln!("rehearsal: approving gate `{gate}` as its persona would");
+            }
+            crate::cli::approve::approve(&self.env, run_id, gate, Some("approved by the rehearsal".into()))?;
+        }
+        run::resume(&self.env, Some(run_id), &[], &RerunArgs::default()).await
+    }
+
+    /// Objects in the management cluster: kind, namespace, name.
+    pub fn kube_objects(&self) -> Vec<Value> {
+        kube_objects(&self.sandbox)
     }
 
     pub fn write_requests(&self) -> usize {
@@ -208,18 +266,181 @@ fn persona_key(workdir: &Path, persona: &str) -> CliResult<(PathBuf, PathBuf)> {
     Ok((private, public))
 }
 
-pub fn phases(phase: Option<u8>) -> CliResult<Vec<(u8, &'static str)>> {
-    let phases: Vec<(u8, &str)> = PHASES.iter().copied().filter(|(p, _)| phase.is_none_or(|want| want == *p)).collect();
-    if phases.is_empty() {
-        let known: Vec<String> = PHASES.iter().map(|(p, _)| p.to_string()).collect();
+/// The runbooks to rehearse, in order: every phase up to and including `phase` (default: all).
+/// A phase whose runbook is not in this build cannot be rehearsed: asked for, that is an error;
+/// by default the rehearsal stops before it, and the second value says which runbook is missing.
+pub fn phases(phase: Option<u8>) -> CliResult<(Vec<PhaseRunbook>, Option<&'static str>)> {
+    let last = PHASES.iter().map(|(p, _)| *p).max().unwrap_or(1);
+    let want = phase.unwrap_or(last);
+    if !PHASES.iter().any(|(p, _)| *p == want) {
+        let known: Vec<String> =
+            PHASES.iter().map(|(p, _)| p.to_string()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
         return Err(CliError::user_hint(
-            format!("phase {} cannot be rehearsed yet", phase.unwrap_or(0)),
-            format!("rehearsable phases: {}", known.join(", ")),
+            format!("there is no phase {want} to rehearse"),
+            format!("phases: {} (4 is Day 2, 5 is cleanup)", known.join(", ")),
         ));
     }
-    Ok(phases)
+    let bundled: std::collections::BTreeSet<String> = crate::bundled::runbooks().into_iter().map(|(n, _)| n).collect();
+    let chosen: Vec<(u8, &str)> = PHASES.iter().copied().filter(|(p, _)| *p <= want).collect();
+    match chosen.iter().find(|(_, runbook)| !bundled.contains(*runbook)) {
+        None => Ok((chosen, None)),
+        Some(&(missing_phase, runbook)) if phase.is_some() => Err(CliError::user_hint(
+            format!("{} cannot be rehearsed yet: runbook `{runbook}` is not in this build", phase_name(missing_phase)),
+            if missing_phase > 1 {
+                format!("rehearse up to phase {} with --phase {}", missing_phase - 1, missing_phase - 1)
+            } else {
+                "`runbook list` shows the bundled runbooks".to_string()
+            },
+        )),
+        Some(&(missing_phase, runbook)) => {
+            Ok((chosen.into_iter().filter(|(p, _)| *p < missing_phase).collect(), Some(runbook)))
+        }
+    }
 }
 
+/// Variables of the phases after Phase 2 that suit the sandbox (None: another phase's), and the
+/// files a person would bring to them (a placeholder pull secret: the sandbox pulls no images).
+fn later_phase_vars(runbook: &str, workdir: &Path) -> std::io::Result<Option<String>> {
+    let pull_secret = workdir.join("pull-secret.json");
+    Ok(Some(match runbook {
+        "phase3-hosted-cluster" => {
+            if !pull_secret.exists() {
+                std::fs::write(
+                    &pull_secret,
+                    "{\"auths\":{\"sandbox.invalid\":{\"auth\":\"cmVoZWFyc2FsOnJlaGVhcnNhbA==\"}}}\n",
+                )?;
+            }
+            format!("pull_secret = \"{}\"\n", pull_secret.display())
+        }
+        "day2-add-nodepool" => "node_count = 2\n".to_string(),
+        "day2-scale-nodepool" => "replicas = 3\n".to_string(),
+        "day2-upgrade-cluster" => {
+            "release_image = \"quay.io/openshift-release-dev/ocp-release:4.21.1-x86_64\"\n".to_string()
+        }
+        "day2-delete-nodepool" | "cleanup-hosted-cluster" | "cleanup-shared-resources" => String::new(),
+        _ => return Ok(None),
+    }))
+}
+
+/// How many steps of a run needed more than one attempt.
+fn retried_steps(journal: &runbook_journal::Journal, run_id: &str) -> CliResult<usize> {
+    let retried: std::collections::BTreeSet<String> = journal
+        .events_for_run(run_id)?
+        .into_iter()
+        .filter(|e| e.kind() == runbook_journal::STEP_STARTED && e.attempt.is_some_and(|a| a > 1))
+        .filter_map(|e| e.step)
+        .collect();
+    Ok(retried.len())
+}
+
+/// The kinds of management-cluster objects the procedure creates or reads; `kube` in the
+/// rehearsal's summary lists the objects of these kinds present at the end.
+const KUBE_KINDS: &[&str] = &[
+    "namespaces",
+    "secrets",
+    "configmaps",
+    "serviceaccounts",
+    "services",
+    "deployments.apps",
+    "pods",
+    "hostedclusters.hypershift.openshift.io",
+    "nodepools.hypershift.openshift.io",
+];
+
+fn kube_objects(sandbox: &runbook_sandbox::Sandbox) -> Vec<Value> {
+    let handle = sandbox.kube().handle();
+    let mut objects = Vec::new();
+    for resource in KUBE_KINDS {
+        let Some(def) = handle.resource_def(resource) else { continue };
+        for item in handle.list(resource, None, None).unwrap_or_default() {
+            objects.push(json!({
+                "kind": def.kind,
+                "namespace": item["metadata"]["namespace"],
+                "name": item["metadata"]["name"],
+            }));
+        }
+    }
+    objects
+}
+
+/// What exists after a phase, for the person reading the summary.
+fn what_exists(rehearsal: &Rehearsal) -> String {
+    let handle = rehearsal.sandbox.kube().handle();
+    let names = |resource: &str| -> Vec<String> {
+        handle
+            .list(resource, None, None)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|o| o["metadata"]["name"].as_str().map(String::from))
+            .collect()
+    };
+    let clusters = names("hostedclusters.hypershift.openshift.io");
+    let pools = names("nodepools.hypershift.openshift.io");
+    let mut files: Vec<String> = std::fs::read_dir(&rehearsal.workdir)
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| !n.ends_with(".vars.toml") && !n.starts_with("journal.db") && n != "sandbox-ca.pem")
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    let list = |items: &[String]| if items.is_empty() { "none".to_string() } else { items.join(", ") };
+    format!(
+        "{} Azure resources; hosted clusters: {}; node pools: {}; files: {}",
+        rehearsal.sandbox.resource_ids().len(),
+        list(&clusters),
+        list(&pools),
+        list(&files)
+    )
+}
+
+/// One line per phase: its time, steps run, reused and retried, and whether it succeeded.
+fn phase_line(number: u8, runs: &[Value]) -> String {
+    let of_phase: Vec<&Value> = runs.iter().filter(|r| r["phase"] == number).collect();
+    let sum = |f: &dyn Fn(&Value) -> u64| of_phase.iter().map(|r| f(r)).sum::<u64>();
+    let ms = sum(&|r| r["duration_ms"].as_u64().unwrap_or(0));
+    let run = sum(&|r| r["steps"]["succeeded"].as_u64().unwrap_or(0));
+    let reused = sum(&|r| r["steps"]["reused"].as_u64().unwrap_or(0));
+    let retried = sum(&|r| r["retried"].as_u64().unwrap_or(0));
+    let ok = of_phase.iter().all(|r| r["status"] == "succeeded");
+    let runbooks: Vec<&str> = of_phase.iter().filter_map(|r| r["runbook"].as_str()).collect();
+    format!(
+        "{} {} in {:.1} s: {run} steps run, {retried} retried, {reused} already done ({})",
+        phase_name(number),
+        if ok { "succeeded" } else { "stopped" },
+        ms as f64 / 1000.0,
+        runbooks.join(", ")
+    )
+}
+
+/// `--serve`: the sandbox stays up after the phases, with `sandbox.env` and the kubeconfigs
+/// written, until Ctrl-C.
+async fn serve(rehearsal: Rehearsal, env: &Env) -> CliResult<()> {
+    let (env_file, _) = crate::cli::sandbox::write_env(&rehearsal.workdir, &rehearsal.sandbox, &rehearsal.ca_file)?;
+    let mut kubeconfigs = vec![crate::cli::sandbox::kubeconfig_path(&rehearsal.workdir)];
+    if let Ok(dir) = std::fs::read_dir(&rehearsal.workdir) {
+        kubeconfigs.extend(
+            dir.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with("-kubeconfig"))),
+        );
+    }
+    let shown: Vec<String> = kubeconfigs.iter().map(|p| p.display().to_string()).collect();
+    if env.json {
+        println!("{}", json!({ "serving": true, "env_file": env_file, "kubeconfigs": shown }));
+    } else {
+        eprintln!(
+            "the sandbox stays up until Ctrl-C: `source {}` points runbook, kubectl and az at it; kubeconfigs: {}",
+            env_file.display(),
+            shown.join(", ")
+        );
+    }
+    rehearsal.sandbox.run_until_ctrl_c().await.map_err(|e| CliError::Internal(e.into()))
+}
+
+#[allow(clippy::too_many_arguments)]
 pub async fn rehearse(
     env: &Env,
     phase: Option<u8>,
@@ -228,8 +449,9 @@ pub async fn rehearse(
     options: SandboxOptions,
     check_idempotent: bool,
     oidc_tool: &str,
+    serve_after: bool,
 ) -> CliResult {
-    let phases = phases(phase)?;
+    let (phases, missing) = phases(phase)?;
     let mut rehearsal = Rehearsal::start(env, &base, journal.as_deref(), &options, None).await?;
     rehearsal.oidc_tool = oidc_tool.to_string();
     if !env.json {
@@ -237,13 +459,32 @@ pub async fn rehearse(
     }
     let mut runs = Vec::new();
     let mut exit = Exit::Ok;
-    for &(number, runbook) in &phases {
+    let mut summary_lines = Vec::new();
+    for (index, &(number, runbook)) in phases.iter().enumerate() {
+        if !env.json && phases.iter().position(|(p, _)| *p == number) == Some(index) {
+            eprintln!("== {} ==", phase_name(number));
+        }
         let (phase_exit, summary, _) = rehearsal.run_phase(number, runbook).await?;
         runs.push(summary);
         exit = phase_exit;
+        let phase_done = phases.get(index + 1).is_none_or(|(next, _)| *next != number);
+        if phase_done || exit != Exit::Ok {
+            let line = format!("{}\n    now: {}", phase_line(number, &runs), what_exists(&rehearsal));
+            if !env.json {
+                eprintln!("{line}");
+            }
+            summary_lines.push(line);
+        }
         if exit != Exit::Ok {
             break;
         }
+    }
+    if let (Some(runbook), Exit::Ok) = (missing, exit) {
+        let line = format!("stopped before runbook `{runbook}`: it is not in this build yet");
+        if !env.json {
+            eprintln!("{line}");
+        }
+        summary_lines.push(line);
     }
     // Running everything again must change nothing in Azure: count the writes it makes.
     let mut second_pass_writes = Value::Null;
@@ -267,6 +508,7 @@ pub async fn rehearse(
         _ => None,
     };
     let resources = rehearsal.sandbox.resource_ids();
+    let kube = rehearsal.kube_objects();
     let writes = rehearsal.write_requests();
     // Serializing writes per identity must mean Azure never had to refuse one as concurrent.
     let concurrent_write_conflicts = rehearsal
@@ -281,16 +523,19 @@ pub async fn rehearse(
     if env.json {
         println!(
             "{}",
-            json!({ "runs": runs, "resources": resources, "write_requests": writes, "second_pass_write_requests": second_pass_writes,
-                    "concurrent_write_conflicts": concurrent_write_conflicts,
+            json!({ "runs": runs, "resources": resources, "kube": kube, "write_requests": writes, "second_pass_write_requests": second_pass_writes,
+                    "concurrent_write_conflicts": concurrent_write_conflicts, "summary": summary_lines,
                     "workdir": rehearsal.workdir, "journal": journal,
                     "handoff": second.as_ref().map(|s| &s.summary) })
         );
     } else {
         eprintln!(
-            "rehearsal {}: {} resources in the sandbox, {writes} write requests; look around with\n  runbook --journal {} status",
+            "rehearsal {}: {} resources in the sandbox, {} objects in its management cluster, {writes} write requests\n  files: {}\n  journal: {}; look around with\n  runbook --journal {} status",
             if exit == Exit::Ok { "succeeded" } else { "stopped" },
             resources.len(),
+            kube.len(),
+            rehearsal.workdir.display(),
+            journal.display(),
             journal.display()
         );
         if let Some(second) = &second {
@@ -305,6 +550,10 @@ pub async fn rehearse(
             );
         }
     }
-    rehearsal.sandbox.shutdown().await;
+    if serve_after {
+        serve(rehearsal, env).await?;
+    } else {
+        rehearsal.sandbox.shutdown().await;
+    }
     Ok(exit)
 }

@@ -81,14 +81,8 @@ pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf) -> CliResult {
     let dir =
         std::path::absolute(&dir).map_err(|e| CliError::user(format!("cannot resolve `{}`: {e}", dir.display())))?;
     let (sandbox, ca_file) = start(&options, &dir).await?;
-    let mut settings = azure_env(&sandbox, &ca_file);
-    seed(&settings, sandbox.ca_pem()).await?;
-    settings.extend(crate::cli::az_config::write(&dir, &sandbox, &ca_file)?);
-    let mut exports: String = settings.iter().map(|(k, v)| format!("export {k}={v}\n")).collect();
-    exports.push_str(&format!("export KUBECONFIG={}\n", kubeconfig_path(&dir).display()));
-    // The file holds the sandbox client's secret, so it is 0600 and the terminal never shows it.
-    let env_file = dir.join("sandbox.env");
-    write_private(&env_file, exports.as_bytes())?;
+    seed(&azure_env(&sandbox, &ca_file), sandbox.ca_pem()).await?;
+    let (env_file, settings) = write_env(&dir, &sandbox, &ca_file)?;
     if env.json {
         println!(
             "{}",
@@ -117,6 +111,20 @@ pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf) -> CliResult {
     }
     sandbox.run_until_ctrl_c().await.map_err(|e| CliError::Internal(e.into()))?;
     Ok(Exit::Ok)
+}
+
+/// Writes `DIR/sandbox.env`: what points runbook, kubectl (KUBECONFIG) and the Azure CLI at
+/// this sandbox. Every path in it is absolute, so it can be sourced from anywhere. Returns the
+/// file and the settings it exports.
+pub fn write_env(dir: &Path, sandbox: &Sandbox, ca_file: &Path) -> CliResult<(PathBuf, BTreeMap<String, String>)> {
+    let mut settings = azure_env(sandbox, ca_file);
+    settings.extend(crate::cli::az_config::write(dir, sandbox, ca_file)?);
+    let mut exports: String = settings.iter().map(|(k, v)| format!("export {k}={v}\n")).collect();
+    exports.push_str(&format!("export KUBECONFIG={}\n", kubeconfig_path(dir).display()));
+    // The file holds the sandbox client's secret, so it is 0600 and the terminal never shows it.
+    let env_file = dir.join("sandbox.env");
+    write_private(&env_file, exports.as_bytes())?;
+    Ok((env_file, settings))
 }
 
 /// The settings include the sandbox's client secret: written 0600 like every file holding one.

@@ -68,7 +68,7 @@ pub fn check(inputs: &Value) -> Vec<InputProblem> {
                 problems.push(problem("/pointer", why, None));
             }
         }
-        "pods_ready" => {
+        "pods_ready" | "wait_all" => {
             if let Some(selector) = known(inputs, "selector")
                 && let Err(why) = check_label_selector(selector)
             {

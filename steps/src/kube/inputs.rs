@@ -38,6 +38,7 @@ pub enum KubeInputs {
     Get(GetInputs),
     Wait(WaitInputs),
     PodsReady(PodsReadyInputs),
+    WaitAll(WaitAllInputs),
     Scale(ScaleInputs),
     Patch(PatchInputs),
     Delete(DeleteInputs),
@@ -52,6 +53,7 @@ impl KubeInputs {
             KubeInputs::Get(i) => &i.cluster,
             KubeInputs::Wait(i) => &i.cluster,
             KubeInputs::PodsReady(i) => &i.cluster,
+            KubeInputs::WaitAll(i) => &i.cluster,
             KubeInputs::Scale(i) => &i.cluster,
             KubeInputs::Patch(i) => &i.cluster,
             KubeInputs::Delete(i) => &i.cluster,
@@ -66,6 +68,7 @@ impl KubeInputs {
             KubeInputs::Get(_) => "get",
             KubeInputs::Wait(_) => "wait",
             KubeInputs::PodsReady(_) => "pods_ready",
+            KubeInputs::WaitAll(_) => "wait_all",
             KubeInputs::Scale(_) => "scale",
             KubeInputs::Patch(_) => "patch",
             KubeInputs::Delete(_) => "delete",
@@ -184,8 +187,32 @@ pub struct PodsReadyInputs {
     pub namespace: String,
     /// A label selector, e.g. "app=operator,tier in (a,b)" (absent: every pod of the namespace).
     pub selector: Option<String>,
-    /// The fewest pods that must match (default 1).
-    #[schemars(range(min = 1))]
+    /// The fewest pods that must match (default 1; 0 counts as 1: no pods is not "all ready").
+    pub min: Option<u32>,
+    /// How long to wait, e.g. "10m" (default 10m).
+    pub timeout: Option<String>,
+}
+
+/// `wait_all`: at least `min` objects of a kind exist (in a namespace, or cluster-wide for a
+/// cluster-scoped kind; matching a selector) and each has a condition with a status, e.g. every
+/// Node Ready or every ClusterOperator Available (`kubectl wait --for=condition=X KIND --all`).
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct WaitAllInputs {
+    #[serde(flatten)]
+    pub cluster: ClusterInputs,
+    /// e.g. "v1", "config.openshift.io/v1".
+    pub api_version: String,
+    /// e.g. "Node", "ClusterOperator".
+    pub kind: String,
+    /// Required for namespaced kinds, refused for cluster-scoped ones.
+    pub namespace: Option<String>,
+    /// A label selector (absent: every object).
+    pub selector: Option<String>,
+    /// The condition type in status.conditions (default "Ready").
+    pub condition: Option<String>,
+    /// The status every object's condition must have (default "True").
+    pub status: Option<String>,
+    /// The fewest objects that must exist (default 1; 0 counts as 1: an empty list is not "all").
     pub min: Option<u32>,
     /// How long to wait, e.g. "10m" (default 10m).
     pub timeout: Option<String>,

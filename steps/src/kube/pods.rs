@@ -33,7 +33,7 @@ fn describe(pod: &DynamicObject) -> String {
 
 pub async fn pods_ready(session: &Session<'_>, inputs: &PodsReadyInputs) -> Result<Produced, StepError> {
     let timeout = parse_timeout(inputs.timeout.as_ref())?;
-    let min = inputs.min.unwrap_or(1) as usize;
+    let min = inputs.min.unwrap_or(1).max(1) as usize;
     let selector = inputs.selector.clone().unwrap_or_default();
     let api: Api<DynamicObject> =
         Api::namespaced_with(session.kube.client.clone(), &inputs.namespace, &ApiResource::erase::<Pod>(&()));

@@ -17,6 +17,7 @@ fn actions() -> Vec<(&'static str, Value)> {
         ("get", schema_of::<GetInputs>()),
         ("wait", schema_of::<WaitInputs>()),
         ("pods_ready", schema_of::<PodsReadyInputs>()),
+        ("wait_all", schema_of::<WaitAllInputs>()),
         ("scale", schema_of::<ScaleInputs>()),
         ("patch", schema_of::<PatchInputs>()),
         ("delete", schema_of::<DeleteInputs>()),
