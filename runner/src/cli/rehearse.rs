@@ -317,7 +317,9 @@ fn later_phase_vars(runbook: &str, workdir: &Path) -> std::io::Result<Option<Str
         "day2-upgrade-cluster" => {
             "release_image = \"quay.io/openshift-release-dev/ocp-release:4.21.1-x86_64\"\n".to_string()
         }
-        "day2-delete-nodepool" | "cleanup-hosted-cluster" | "cleanup-shared-resources" => String::new(),
+        "day2-delete-nodepool" | "cleanup-hosted-cluster" => String::new(),
+        // A rehearsal removes everything it made, the persistent resource group included.
+        "cleanup-shared-resources" => "delete_persistent_rg = true\n".to_string(),
         _ => return Ok(None),
     }))
 }
