@@ -16,6 +16,7 @@ mod phase1;
 mod phase2;
 mod phase3;
 mod rehearsal_safety;
+mod rehearse_all;
 mod resume;
 mod retries;
 mod schema;
