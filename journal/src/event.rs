@@ -32,6 +32,7 @@ pub enum EventData {
     HandoffImported(HandoffImported),
     StepQueued(StepQueued),
     CriticalPath(CriticalPath),
+    DriftChecked(DriftChecked),
 }
 
 pub const RUN_CREATED: &str = "run_created";
@@ -46,6 +47,7 @@ pub const HANDOFF_EXPORTED: &str = "handoff_exported";
 pub const HANDOFF_IMPORTED: &str = "handoff_imported";
 pub const STEP_QUEUED: &str = "step_queued";
 pub const CRITICAL_PATH: &str = "critical_path";
+pub const DRIFT_CHECKED: &str = "drift_checked";
 
 impl EventData {
     pub fn kind(&self) -> &'static str {
@@ -62,6 +64,7 @@ impl EventData {
             EventData::HandoffImported(_) => HANDOFF_IMPORTED,
             EventData::StepQueued(_) => STEP_QUEUED,
             EventData::CriticalPath(_) => CRITICAL_PATH,
+            EventData::DriftChecked(_) => DRIFT_CHECKED,
         }
     }
 
@@ -83,6 +86,7 @@ impl EventData {
             HANDOFF_IMPORTED => EventData::HandoffImported(parse(data)?),
             STEP_QUEUED => EventData::StepQueued(parse(data)?),
             CRITICAL_PATH => EventData::CriticalPath(parse(data)?),
+            DRIFT_CHECKED => EventData::DriftChecked(parse(data)?),
             other => return Err(format!("unknown event kind `{other}` (written by a newer build?)")),
         })
     }
@@ -290,6 +294,22 @@ pub struct CriticalPath {
     pub duration_ms: u64,
     /// Instance ids, first to last.
     pub steps: Vec<String>,
+}
+
+/// `runbook verify` read back what a finished run made (GET only) and compared it with what the
+/// run journaled: appended to the run it checked.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DriftChecked {
+    pub who: Value,
+    pub checked_at: String,
+    /// How many objects were read back.
+    pub objects: u64,
+    /// One entry per drifted object: step, object id, what (`missing`, `changed`) and, for a
+    /// change, the field with its journaled and current values (secrets redacted).
+    pub drift: Vec<Value>,
+    /// Objects that could not be read (an error code and message each).
+    pub unreadable: Vec<Value>,
 }
 
 /// An optional value that must still be written (as `null`): with `deserialize_with`, serde

@@ -11,6 +11,7 @@ pub mod report;
 #[cfg(feature = "sandbox")]
 pub mod standin;
 pub mod timeline;
+pub mod verify;
 pub mod who;
 
 /// The step kinds this build knows.

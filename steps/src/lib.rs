@@ -26,6 +26,9 @@ mod output_spec;
 mod template;
 
 pub use arm::{Arm, ArmAction, ArmInputs, PrincipalType};
+pub use azure::compare::Difference;
+pub use azure::reader::{ArmReader, drift};
+pub use azure::role_assignment::API_VERSION as ROLE_ASSIGNMENT_API_VERSION;
 pub use azure::whoami::signed_in_principal;
 
 /// Codes a preflight returns for problems that make the step certain to fail: they stop `plan`

@@ -24,3 +24,4 @@ mod secrets;
 mod standin_fence;
 mod support;
 mod timeline;
+mod verify;

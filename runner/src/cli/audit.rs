@@ -64,6 +64,9 @@ fn detail(event: &Event) -> String {
             d.provenance.chain_head.seq
         ),
         EventData::StepQueued(d) => format!("waits for serialization key {}", d.key),
+        EventData::DriftChecked(d) => {
+            format!("{} objects read back: {} drifted, {} unreadable", d.objects, d.drift.len(), d.unreadable.len())
+        }
         EventData::CriticalPath(d) => format!("{} ms: {}", d.duration_ms, d.steps.join(" -> ")),
     };
     text.replace(['\n', '|'], " ")

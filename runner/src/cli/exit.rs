@@ -14,6 +14,8 @@ pub enum Exit {
     AwaitingApproval = 5,
     /// `audit --verify` found the journal altered.
     JournalTampered = 6,
+    /// `verify` found objects not as the run left them.
+    Drift = 7,
     Cancelled = 130,
 }
 

@@ -17,6 +17,7 @@ mod run;
 #[cfg(feature = "sandbox")]
 mod sandbox;
 mod timeline;
+mod verify;
 
 use std::path::PathBuf;
 
@@ -227,6 +228,14 @@ pub enum Command {
         #[arg(short = 'o', long = "file", value_name = "FILE")]
         file: Option<PathBuf>,
     },
+    /// Read back what the latest run of a runbook made (GET only) and report drift per object
+    Verify {
+        /// The runbook whose latest run is checked
+        runbook: Option<String>,
+        /// The latest run of every runbook in the journal
+        #[arg(long)]
+        all: bool,
+    },
     /// Print the JSON Schema of runbook files
     Schema,
     /// Print shell completions
@@ -392,6 +401,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Audit { since, format, verify } => {
             audit::audit(&env, &cli.global.journal, since.as_deref(), format, verify)
         }
+        Command::Verify { runbook, all } => verify::verify(&env, runbook.as_deref(), all).await,
         Command::Timeline { runs, format, file } => timeline::timeline(&env, &cli.global.journal, &runs, format, file),
         Command::Bench { what: BenchWhat::Engine { steps, dir } } => bench::engine(&env, steps, dir).await,
         #[cfg(feature = "sandbox")]

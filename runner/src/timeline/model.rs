@@ -235,7 +235,8 @@ impl Timeline {
                     EventData::RunCreated(_)
                     | EventData::RunStarted(_)
                     | EventData::HandoffExported(_)
-                    | EventData::HandoffImported(_) => {}
+                    | EventData::HandoffImported(_)
+                    | EventData::DriftChecked(_) => {}
                 }
             }
             // What is still open when the run's events end: an attempt that never finished was

@@ -17,6 +17,7 @@ pub mod hints;
 pub mod lro;
 pub mod pipeline;
 pub mod preflight;
+pub mod reader;
 pub mod registration;
 pub mod resource_id;
 pub mod role_assignment;

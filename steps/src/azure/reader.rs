@@ -1,0 +1,37 @@
+//! Reading ARM resources back, GET only: what `verify` uses to compare what a run made with what
+//! is there now, through the same client, credential and error handling as the `arm` kind.
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::actions;
+use super::client::ArmClient;
+use super::compare::{Difference, differences};
+use super::session::ArmSession;
+use super::settings::AzureSettings;
+use crate::StepError;
+
+pub struct ArmReader {
+    client: ArmClient,
+    cancel: CancellationToken,
+}
+
+impl ArmReader {
+    pub fn new(settings: &AzureSettings) -> Result<Self, StepError> {
+        Ok(ArmReader { client: ArmClient::new(settings)?, cancel: CancellationToken::new() })
+    }
+
+    /// The resource at `path`, or None when ARM answers 404. Never sends anything but GET.
+    pub async fn get(&self, path: &str, api_version: &str) -> Result<Option<Value>, StepError> {
+        let mut session = ArmSession::new(&self.client, &self.cancel);
+        let found = actions::get(&mut session, path, api_version, true).await;
+        debug_assert!(!session.wrote, "a read wrote");
+        found
+    }
+}
+
+/// Where `existing` differs from `desired` (or, with `compare`, at those pointers), compared the
+/// way the `arm` kind's `ensure` compares.
+pub fn drift(desired: &Value, existing: &Value, compare: Option<&[String]>) -> Result<Vec<Difference>, StepError> {
+    differences(desired, existing, compare)
+}
