@@ -33,7 +33,8 @@ pub fn gantt(timeline: &Timeline) -> String {
     )
     .ok();
     let labels: Vec<String> = timeline.lanes.iter().map(|l| timeline.label(l)).collect();
-    let name_width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0).min(48);
+    // Labels are never cut: an instance's name is how a person finds it.
+    let name_width = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
     let column = |us: i64| -> usize {
         if timeline.length_us <= 0 { 0 } else { ((us as f64 / timeline.length_us as f64) * WIDTH as f64) as usize }
     };
@@ -52,7 +53,6 @@ pub fn gantt(timeline: &Timeline) -> String {
             .map(|s| (s.end_us - s.start_us) / 1000)
             .sum();
         let mark = if lane.critical { '*' } else { ' ' };
-        let label: String = label.chars().take(name_width).collect();
         let bar: String = bar.into_iter().collect();
         writeln!(out, "{mark} {label:<name_width$} |{bar}| {busy_ms} ms").ok();
     }
