@@ -5,6 +5,7 @@ mod audit_verify;
 mod az_cli;
 mod azure_flags;
 mod concurrency;
+mod doctor;
 mod handoff;
 mod hypershift_standin;
 mod interrupt;

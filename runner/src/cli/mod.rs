@@ -5,6 +5,7 @@ mod audit;
 mod az_config;
 mod bench;
 mod catalog;
+mod doctor;
 pub mod entry;
 mod env;
 pub mod exit;
@@ -236,6 +237,8 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Check what a runbook needs on this machine and account: programs, hypershift flags, Azure
+    Doctor { name: String },
     /// Print the JSON Schema of runbook files
     Schema,
     /// Print shell completions
@@ -401,6 +404,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Audit { since, format, verify } => {
             audit::audit(&env, &cli.global.journal, since.as_deref(), format, verify)
         }
+        Command::Doctor { name } => doctor::doctor(&env, &name).await,
         Command::Verify { runbook, all } => verify::verify(&env, runbook.as_deref(), all).await,
         Command::Timeline { runs, format, file } => timeline::timeline(&env, &cli.global.journal, &runs, format, file),
         Command::Bench { what: BenchWhat::Engine { steps, dir } } => bench::engine(&env, steps, dir).await,
