@@ -124,3 +124,42 @@ inputs.retry_exit_codes = [75]
     }
     assert!(!run.stderr.contains("(attempt 2): it has not run before"), "{}", run.stderr);
 }
+
+/// A retry is one terminal line (code, step, attempt n/max, wait); the service's full message
+/// stays in the journal and is printed with `--verbose`.
+#[test]
+fn a_retry_prints_one_line_and_the_full_message_only_when_verbose() {
+    let env = TestEnv::new();
+    let runbook = env.write(
+        "noisy.toml",
+        r#"
+[runbook]
+name = "noisy"
+[[steps]]
+id = "noisy"
+kind = "exec"
+retry = { attempts = 3, backoff = "10ms" }
+inputs.argv = ["{stepper}", "eprint", "first line of the service's story\nsecond line with the deep detail", "fail", "75"]
+inputs.retry_exit_codes = [75]
+"#,
+    );
+    let quiet = env.run(&["run", "--no-progress", runbook.to_str().unwrap()]);
+    assert_eq!(quiet.code, 3, "{}", quiet.all());
+    let retry_lines: Vec<&str> = quiet.stderr.lines().filter(|l| l.trim_start().starts_with("retry noisy")).collect();
+    assert_eq!(retry_lines.len(), 2, "{}", quiet.stderr);
+    assert!(
+        retry_lines[0].trim_start().starts_with("retry noisy: ExitStatus75 on attempt 1/3, next in "),
+        "{}",
+        retry_lines[0]
+    );
+    assert!(retry_lines[1].contains("on attempt 2/3"), "{}", retry_lines[1]);
+    // Only the final failure shows the message; the two retries do not repeat it.
+    assert_eq!(quiet.stderr.matches("deep detail").count(), 1, "{}", quiet.stderr);
+    let journaled = env.step_events("step_finished", "noisy");
+    assert_eq!(journaled.len(), 3);
+    assert!(journaled.iter().all(|e| e["error"]["message"].as_str().unwrap().contains("deep detail")), "{journaled:?}");
+
+    let verbose = env.run(&["run", "--verbose", "--no-progress", "--fresh", runbook.to_str().unwrap()]);
+    assert_eq!(verbose.code, 3, "{}", verbose.all());
+    assert_eq!(verbose.stderr.matches("deep detail").count(), 3, "{}", verbose.stderr);
+}

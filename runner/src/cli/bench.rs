@@ -216,6 +216,7 @@ pub async fn phase(env: &Env, number: u8, dir: PathBuf, options: crate::cli::san
         journal_path: env.journal_path.clone(),
         json: env.json,
         mode: crate::report::DisplayMode::Quiet,
+        verbose: false,
         registry: env.registry.clone(),
         azure: env.azure.clone(),
         parallelism: None,

@@ -16,6 +16,8 @@ pub struct Env {
     pub journal_path: PathBuf,
     pub json: bool,
     pub mode: DisplayMode,
+    /// `--verbose`: full messages behind one-line notices.
+    pub verbose: bool,
     pub registry: Registry,
     /// The settings the registry's Azure kinds read; journaled with each run as its target.
     pub azure: SettingsSource,
@@ -64,6 +66,7 @@ impl Env {
             journal_path: global.journal.first().cloned().unwrap_or_else(|| PathBuf::from(".runbook/journal.db")),
             json,
             mode: display_mode(std::io::stderr().is_terminal(), is_ci, global.quiet, global.no_progress, json),
+            verbose: global.verbose,
             registry: registry_for(&azure),
             azure,
             parallelism: None,

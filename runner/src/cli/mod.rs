@@ -51,6 +51,9 @@ pub struct Global {
     /// Plain lines instead of progress bars
     #[arg(long, global = true)]
     pub no_progress: bool,
+    /// Print full service messages (e.g. of each retried error), not just their one-line summary
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
     /// How Azure steps sign in (overrides RUNBOOK_AZURE_CREDENTIAL)
     #[arg(long, global = true, value_enum)]
     pub azure_credential: Option<AzureCredential>,

@@ -108,7 +108,8 @@ impl Rehearsal {
         let mut registry = registry_for(&azure);
         registry.register(Arc::new(runbook_steps::Kube::with_env(settings.clone())));
         registry.register(Arc::new(runbook_steps::Exec::with_env(program_env(&workdir, settings)?)));
-        let env = Env { journal_path, json: env.json, mode: env.mode, registry, azure, parallelism };
+        let env =
+            Env { journal_path, json: env.json, mode: env.mode, verbose: env.verbose, registry, azure, parallelism };
         Ok(Rehearsal { sandbox, workdir, ca_file, env, oidc_tool: "native".into() })
     }
 

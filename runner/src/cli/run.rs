@@ -502,7 +502,7 @@ async fn execute(
         .map_err(CliError::from)?;
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<EngineEvent>();
-    let mut reporter = reporter_for(env.mode);
+    let mut reporter = reporter_for(env.mode, env.verbose);
     let reporting = tokio::spawn(async move {
         while let Some(event) = rx.recv().await {
             reporter.event(&event);

@@ -194,8 +194,11 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                     let _ = shared.events.send(EngineEvent::StepRetrying {
                         step: job.instance.clone(),
                         attempt,
+                        try_number: tries,
+                        max_tries: retry.attempts,
                         delay_ms: millis(delay),
-                        error: error.to_string(),
+                        code: error.code.clone(),
+                        error: error.message.clone(),
                     });
                     tokio::select! {
                         _ = tokio::time::sleep(delay) => {}

@@ -23,10 +23,16 @@ pub enum EngineEvent {
         attempt: u32,
         reason: String,
     },
+    /// A failed attempt that will be tried again. `try_number` of `max_tries` counts within this
+    /// run's retries of the step; `attempt` is the journal's attempt number.
     StepRetrying {
         step: String,
         attempt: u32,
+        try_number: u32,
+        max_tries: u32,
         delay_ms: u64,
+        code: Option<String>,
+        /// The full error message, as journaled; people see it with `--verbose`.
         error: String,
     },
     StepFinished {

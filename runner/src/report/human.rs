@@ -9,6 +9,8 @@ use crate::report::{DisplayMode, Reporter};
 /// Progress bars on a terminal, plain lines elsewhere; both on stderr.
 pub struct HumanReporter {
     mode: DisplayMode,
+    /// Print the full messages behind one-line notices (retries).
+    verbose: bool,
     started: Instant,
     multi: Option<MultiProgress>,
     overall: Option<ProgressBar>,
@@ -22,9 +24,10 @@ pub struct HumanReporter {
 const SHOW_AFTER: Duration = Duration::from_millis(250);
 
 impl HumanReporter {
-    pub fn new(mode: DisplayMode) -> Self {
+    pub fn new(mode: DisplayMode, verbose: bool) -> Self {
         HumanReporter {
             mode,
+            verbose,
             started: Instant::now(),
             multi: None,
             overall: None,
@@ -105,12 +108,14 @@ impl Reporter for HumanReporter {
                     self.line(format!("{} start {step}{again}: {reason}", self.counter()));
                 }
             }
-            EngineEvent::StepRetrying { step, attempt, delay_ms, error } => {
+            EngineEvent::StepRetrying { step, try_number, max_tries, delay_ms, code, error, .. } => {
                 if !quiet {
-                    self.line(format!(
-                        "        retry {step} after attempt {attempt} in {:.1}s: {error}",
-                        *delay_ms as f64 / 1000.0
-                    ));
+                    self.line(retry_line(step, code.as_deref(), *try_number, *max_tries, *delay_ms));
+                    if self.verbose {
+                        for line in error.lines() {
+                            self.line(format!("          {line}"));
+                        }
+                    }
                 }
             }
             EngineEvent::StepFinished { step, status, duration_ms, error, hint, .. } => {
@@ -194,4 +199,25 @@ impl Reporter for HumanReporter {
 /// The run summary's line naming the steps that set its length.
 fn critical_path_line(steps: &[String], ms: u64) -> Option<String> {
     (!steps.is_empty()).then(|| format!("critical path ({:.1}s): {}", ms as f64 / 1000.0, steps.join(" → ")))
+}
+
+/// One line per retry: the code, the step, which try failed out of how many, and the wait. The
+/// service's full message is in the journal (and printed under it with `--verbose`).
+fn retry_line(step: &str, code: Option<&str>, try_number: u32, max_tries: u32, delay_ms: u64) -> String {
+    let code = code.unwrap_or("no error code");
+    let wait = delay_ms as f64 / 1000.0;
+    format!("        retry {step}: {code} on attempt {try_number}/{max_tries}, next in {wait:.1}s")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retry_is_one_line_with_code_attempt_and_wait() {
+        let line = retry_line("roles", Some("PrincipalNotFound"), 2, 5, 1500);
+        assert_eq!(line, "        retry roles: PrincipalNotFound on attempt 2/5, next in 1.5s");
+        assert!(!line.contains('\n'));
+        assert!(retry_line("x", None, 1, 3, 10).contains("no error code on attempt 1/3"));
+    }
 }

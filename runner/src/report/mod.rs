@@ -24,9 +24,11 @@ impl Reporter for JsonReporter {
     }
 }
 
-pub fn reporter_for(mode: DisplayMode) -> Box<dyn Reporter> {
+/// `verbose` adds the full messages behind one-line notices (human output only: JSON events
+/// always carry them).
+pub fn reporter_for(mode: DisplayMode, verbose: bool) -> Box<dyn Reporter> {
     match mode {
         DisplayMode::Json => Box::new(JsonReporter),
-        other => Box::new(HumanReporter::new(other)),
+        other => Box::new(HumanReporter::new(other, verbose)),
     }
 }

@@ -40,6 +40,10 @@ fn main() {
                 println!("{}", arg(1));
                 i += 2;
             }
+            "eprint" => {
+                eprintln!("{}", arg(1));
+                i += 2;
+            }
             "env" => {
                 println!("{}", std::env::var(arg(1)).unwrap_or_default());
                 i += 2;
