@@ -87,10 +87,11 @@ impl Journal {
         crate::lock::lock_file_for(&self.path)
     }
 
-    /// Takes the run lock, or reports who holds it ([`Error::Locked`]). Released on drop, and
-    /// by the OS if this process dies.
+    /// Takes the run lock, or reports who holds it ([`Error::Locked`]): the database file
+    /// itself is locked, so a hard link to it is the same journal too. Released on drop, and by
+    /// the OS if this process dies.
     pub fn lock(&self, holder: &Holder) -> Result<RunLock, Error> {
-        RunLock::acquire(&self.lock_path(), holder)
+        RunLock::acquire(&self.path, &self.lock_path(), holder)
     }
 
     /// `hmac-sha256:<hex>`, keyed by this journal's key: lets a secret (or any input) be

@@ -5,8 +5,11 @@
 //!
 //! The lock file sits next to the database's canonical path (symlinks of the file or of any
 //! directory above it resolved), so two runners reaching one database through different paths
-//! meet at the same lock. The database file itself is not locked: opening and closing a second
-//! descriptor on it would drop SQLite's own POSIX locks held by this process.
+//! meet at the same lock. A hard link is another path to the same file that no resolution
+//! reveals, so the database file itself (its inode) is locked too, with `flock` on a descriptor
+//! of its own. Closing a descriptor of the database would drop SQLite's POSIX locks held by this
+//! process, so that descriptor is never closed: once released it is parked for the life of the
+//! process.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -31,13 +34,16 @@ pub(crate) fn lock_file_for(journal: &Path) -> PathBuf {
 /// Holds the run lock until dropped.
 #[derive(Debug)]
 pub struct RunLock {
+    database: Option<File>,
     file: File,
     path: PathBuf,
     holder: Holder,
 }
 
 impl RunLock {
-    pub(crate) fn acquire(path: &Path, holder: &Holder) -> Result<RunLock, Error> {
+    /// Locks the database file `database` and the lock file `path` beside it.
+    pub(crate) fn acquire(database: &Path, path: &Path, holder: &Holder) -> Result<RunLock, Error> {
+        let database = lock_database(database, path)?;
         let io = |e| Error::io(path, e);
         // Not truncated on open: the current holder's record must survive a refused attempt.
         let mut file =
@@ -56,7 +62,7 @@ impl RunLock {
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         file.write_all(&json).map_err(io)?;
         file.sync_data().map_err(io)?;
-        Ok(RunLock { file, path: path.to_path_buf(), holder: holder.clone() })
+        Ok(RunLock { database: Some(database), file, path: path.to_path_buf(), holder: holder.clone() })
     }
 
     pub fn holder(&self) -> &Holder {
@@ -74,7 +80,41 @@ impl Drop for RunLock {
         // itself stays: deleting a lock file races with a process that has just opened it.
         let _ = self.file.set_len(0);
         let _ = FileExt::unlock(&self.file);
+        if let Some(database) = self.database.take() {
+            let _ = FileExt::unlock(&database);
+            park(database);
+        }
     }
+}
+
+/// Locks the database file itself (its inode), through a descriptor of its own so a second
+/// lock, even from this process, is refused. `lock_file` is where the holder is named when the
+/// database was reached through the same path.
+fn lock_database(database: &Path, lock_file: &Path) -> Result<File, Error> {
+    let file = File::open(database).map_err(|e| Error::io(database, e))?;
+    match FileExt::try_lock(&file) {
+        Ok(()) => Ok(file),
+        Err(fs4::TryLockError::WouldBlock) => {
+            park(file);
+            let mut holder = read_holder(lock_file);
+            if holder.pid == 0 {
+                holder.command =
+                    format!("another runner that reached `{}` through another name (a hard link)", database.display());
+            }
+            Err(Error::Locked { holder: Box::new(holder) })
+        }
+        Err(fs4::TryLockError::Error(e)) => {
+            park(file);
+            Err(Error::io(database, e))
+        }
+    }
+}
+
+/// Keeps a database descriptor open until the process exits: closing it would release the
+/// POSIX locks SQLite holds on the same file through its own descriptors.
+fn park(file: File) {
+    static PARKED: std::sync::Mutex<Vec<File>> = std::sync::Mutex::new(Vec::new());
+    PARKED.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).push(file);
 }
 
 /// Reads who holds the lock. The holder writes its record right after locking, so a reader
