@@ -4,7 +4,7 @@
 //! purpose can never be passed off as another: in particular a digest of attacker-chosen bytes
 //! (e.g. a variable's value) must not double as a valid chain hash for a forged event.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
@@ -140,48 +140,17 @@ fn read_key(path: &Path) -> Result<[u8; KEY_LEN], Error> {
     })
 }
 
-/// Publishes a new key atomically: it is written in full to a private temporary file and then
-/// hard-linked into place. `link` fails if the key already exists (O_EXCL semantics), so two
-/// processes opening a new journal at once agree on one key, and neither ever reads a
+/// Publishes a new key atomically, never over an existing one: two processes opening a new
+/// journal at once agree on one key (the first published), and neither ever reads a
 /// half-written file.
 fn create_key(path: &Path) -> Result<(), Error> {
     let master: [u8; KEY_LEN] = rand::random();
-    let suffix: u64 = rand::random();
-    let tmp = sibling(path, &format!(".tmp-{suffix:016x}"));
-    let result = write_new_private_file(&tmp, &master).and_then(|()| {
-        match std::fs::hard_link(&tmp, path) {
-            Ok(()) => sync_parent_dir(path),
-            // Someone else won the race; their key is the key.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-            Err(e) => Err(Error::io(path, e)),
-        }
-    });
-    let _ = std::fs::remove_file(&tmp);
-    result
-}
-
-fn write_new_private_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+    match runbook_files::write(path, &master, runbook_files::PRIVATE, runbook_files::Existing::Keep) {
+        Ok(()) => Ok(()),
+        // Someone else won the race; their key is the key.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::io(path, e)),
     }
-    let mut file = options.open(path).map_err(|e| Error::io(path, e))?;
-    file.write_all(bytes).map_err(|e| Error::io(path, e))?;
-    file.sync_all().map_err(|e| Error::io(path, e))
-}
-
-fn sync_parent_dir(path: &Path) -> Result<(), Error> {
-    #[cfg(unix)]
-    if let Some(dir) = path.parent() {
-        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io(dir, e))?;
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
 }
 
 #[cfg(test)]

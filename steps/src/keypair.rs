@@ -1,6 +1,5 @@
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use async_trait::async_trait;
 use base64::Engine;
@@ -260,29 +259,10 @@ fn write_pair(private_key: &RsaPrivateKey, private_path: &Path, public_path: &Pa
     write_new_file(public_path, public_pem.as_bytes(), 0o644).map_err(|e| not_written(public_path, e))
 }
 
-/// Like template.rs's `write_file` (temp file, fsync, then publish) but it refuses to replace an
-/// existing file: the publish is a hard link, which fails if the name appeared meanwhile. A rename
-/// would silently overwrite a private key another process just wrote.
+/// Written atomically, but never over an existing file: a rename would silently replace a
+/// private key another process just wrote.
 fn write_new_file(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = temp_path(path);
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&tmp)?;
-    let written = file.write_all(bytes).and_then(|()| file.sync_all());
-    drop(file);
-    let published = written.and_then(|()| std::fs::hard_link(&tmp, path));
-    let _ = std::fs::remove_file(&tmp);
-    published
-}
-
-/// `<name>.tmp-<pid>` beside the target: appending (not replacing the extension) keeps the temp
-/// names of `x.private` and `x.public` apart.
-fn temp_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".tmp-{}", std::process::id()));
-    path.with_file_name(name)
+    runbook_files::write(path, bytes, mode, runbook_files::Existing::Keep)
 }
 
 fn file_mode(path: &Path) -> Option<String> {

@@ -13,7 +13,6 @@ use sha2::{Digest, Sha256};
 
 use crate::keypair::{key_id, read_public_key};
 use crate::kind::{known_text, parse_inputs, schema_of};
-use crate::template::write_file;
 use crate::{
     CheckContext, InputProblem, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome,
     output_path_problem,
@@ -264,7 +263,7 @@ fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<bool, StepError> {
     if std::fs::read(path).is_ok_and(|existing| existing == bytes) {
         return Ok(false);
     }
-    write_file(path, bytes, false).map_err(|e| {
+    runbook_files::write(path, bytes, runbook_files::PUBLIC, runbook_files::Existing::Replace).map_err(|e| {
         StepError::permanent(format!("cannot write `{}`: {e}", path.display())).with_code("WriteFailed")
     })?;
     Ok(true)

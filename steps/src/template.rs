@@ -1,5 +1,4 @@
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -90,7 +89,8 @@ impl StepKind for Template {
 
         let path = ctx.output_path(&inputs.path)?;
         let secret = inputs.secret || ctx.handles_secrets;
-        write_file(&path, rendered.as_bytes(), secret).map_err(|e| {
+        let mode = if secret { runbook_files::PRIVATE } else { runbook_files::PUBLIC };
+        runbook_files::write(&path, rendered.as_bytes(), mode, runbook_files::Existing::Replace).map_err(|e| {
             StepError::permanent(format!("cannot write `{}`: {e}", path.display())).with_code("WriteFailed")
         })?;
         let sha256 = hex::encode(Sha256::digest(rendered.as_bytes()));
@@ -193,26 +193,6 @@ pub fn render(source: &str, source_name: &str, format: TargetFormat, data: &Valu
 fn escape_json_string(raw: &str) -> String {
     let quoted = serde_json::to_string(raw).expect("strings serialize");
     quoted[1..quoted.len() - 1].to_string()
-}
-
-/// Writes atomically (temp file + rename) so a kill never leaves a half-written file, and creates
-/// secret files 0600 from the start rather than tightening them afterwards.
-pub(crate) fn write_file(path: &std::path::Path, bytes: &[u8], secret: bool) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(if secret { 0o600 } else { 0o644 })
-        .open(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    drop(file);
-    std::fs::rename(&tmp, path)
 }
 
 #[cfg(test)]

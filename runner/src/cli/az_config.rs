@@ -51,7 +51,7 @@ pub fn write(dir: &Path, sandbox: &Sandbox, ca_file: &Path) -> CliResult<BTreeMa
         .map_err(|e| CliError::user(format!("cannot create `{}`: {e}", az_dir.display())))?;
     for (name, content) in [("clouds.config", clouds_config(sandbox)), ("config", config())] {
         let path = az_dir.join(name);
-        std::fs::write(&path, content)
+        runbook_files::write(&path, content.as_bytes(), runbook_files::PUBLIC, runbook_files::Existing::Replace)
             .map_err(|e| CliError::user(format!("cannot write `{}`: {e}", path.display())))?;
     }
     let ca = ca_file.display().to_string();

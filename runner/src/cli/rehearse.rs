@@ -121,7 +121,8 @@ impl Rehearsal {
             Some(text) => text,
             None => phase_vars(number, &self.ca_file, &self.oidc_tool),
         };
-        std::fs::write(&vars_file, text).map_err(|e| CliError::Internal(e.into()))?;
+        runbook_files::write(&vars_file, text.as_bytes(), runbook_files::PUBLIC, runbook_files::Existing::Replace)
+            .map_err(|e| CliError::Internal(e.into()))?;
         phase_files(number, &self.workdir).map_err(|e| CliError::Internal(e.into()))?;
         let vars = VarArgs { vars_file: Some(vars_file), vars: Vec::new() };
         let mut exit =

@@ -71,7 +71,13 @@ pub async fn start(options: &SandboxOptions, dir: &Path) -> CliResult<(Sandbox, 
         .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot start the sandbox: {e:?}")))?;
     std::fs::create_dir_all(dir).map_err(|e| CliError::user(format!("cannot create `{}`: {e}", dir.display())))?;
     let ca_file = dir.join("sandbox-ca.pem");
-    std::fs::write(&ca_file, sandbox.ca_pem()).map_err(|e| CliError::Internal(e.into()))?;
+    runbook_files::write(
+        &ca_file,
+        sandbox.ca_pem().as_bytes(),
+        runbook_files::PUBLIC,
+        runbook_files::Existing::Replace,
+    )
+    .map_err(|e| CliError::Internal(e.into()))?;
     write_private(&kubeconfig_path(dir), sandbox.kubeconfig().as_bytes())?;
     Ok((sandbox, ca_file))
 }
@@ -127,18 +133,11 @@ pub fn write_env(dir: &Path, sandbox: &Sandbox, ca_file: &Path) -> CliResult<(Pa
     Ok((env_file, settings))
 }
 
-/// The settings include the sandbox's client secret: written 0600 like every file holding one.
+/// The settings include the sandbox's client secret: written 0600 like every file holding one
+/// (atomically, so a file left 0644 by something else is replaced, not reused with its mode).
 fn write_private(path: &Path, bytes: &[u8]) -> CliResult<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| CliError::user(format!("cannot write `{}`: {e}", path.display())))?;
-    file.write_all(bytes).map_err(|e| CliError::Internal(e.into()))
+    runbook_files::write(path, bytes, runbook_files::PRIVATE, runbook_files::Existing::Replace)
+        .map_err(|e| CliError::user(format!("cannot write `{}`: {e}", path.display())))
 }
 
 /// Seeds what exists before Phase 1 in a real subscription (the parent DNS zone), getting

@@ -133,13 +133,9 @@ where
             let response = future.await?;
             let status = response.status().as_u16();
             if status == 429 || status == 503 {
-                let seconds = response
-                    .headers()
-                    .get(http::header::RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok());
-                if let Some(seconds) = seconds {
-                    *slot.lock().expect("retry-after lock") = Some(Duration::from_secs(seconds));
+                let headers = response.headers();
+                if let Some(wait) = crate::net::retry_after(|name| headers.get(name).and_then(|v| v.to_str().ok())) {
+                    *slot.lock().expect("retry-after lock") = Some(wait);
                 }
             }
             Ok(response)
