@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::clock::Clock;
 use crate::faults::FaultModel;
 use crate::kube::KubeApiConfig;
 use crate::latency::LatencyModel;
@@ -43,6 +44,8 @@ pub struct SandboxConfig {
     pub provider_registration: Duration,
     /// The management cluster's Kubernetes API.
     pub kube: KubeApiConfig,
+    /// The time windows and token lifetimes are measured against; tests advance it.
+    pub clock: Clock,
 }
 
 impl Default for SandboxConfig {
@@ -60,6 +63,7 @@ impl Default for SandboxConfig {
             unregistered_providers: Vec::new(),
             provider_registration: Duration::from_secs(30),
             kube: KubeApiConfig::default(),
+            clock: Clock::default(),
         }
     }
 }

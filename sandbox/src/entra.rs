@@ -159,7 +159,7 @@ fn aadsts_reply(refusal: &AadstsError) -> Reply {
 /// with its lifetime in seconds.
 pub(crate) fn issue(shared: &Shared, client_id: &str, object_id: &str, scope: &str) -> (String, i64) {
     let config = &shared.config;
-    let now = jiff::Timestamp::now().as_second();
+    let now = shared.timestamp().as_second();
     let claims = Claims {
         aud: audience_for_scope(scope),
         iss: format!("https://sts.windows.net/{}/", config.tenant_id),

@@ -2,7 +2,6 @@
 //! replication delay after an application's creation), directory/deletedItems.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -145,7 +144,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
     let Some(token) = auth::bearer(req.header("authorization")) else {
         return graph_error(StatusCode::UNAUTHORIZED, "InvalidAuthenticationToken", "Access token is empty.");
     };
-    let claims = match auth::verify(&shared.token_key, token, jiff::Timestamp::now().as_second()) {
+    let claims = match auth::verify(&shared.token_key, token, shared.timestamp().as_second()) {
         Ok(c) => c,
         Err(auth::TokenError::Expired { .. }) => {
             return graph_error(
@@ -223,8 +222,8 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
                 id: uuid::Uuid::new_v4().to_string(),
                 app_id: uuid::Uuid::new_v4().to_string(),
                 display_name: display_name.to_string(),
-                created: Instant::now(),
-                created_at: jiff::Timestamp::now(),
+                created: shared.now(),
+                created_at: shared.timestamp(),
                 passwords: Vec::new(),
                 extra,
             };
@@ -305,7 +304,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
                 let bytes: [u8; 30] = rand::random();
                 base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes)
             };
-            let now = jiff::Timestamp::now();
+            let now = shared.timestamp();
             let start = pc["startDateTime"]
                 .as_str()
                 .map(str::to_string)
@@ -367,8 +366,9 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
             shared.sleep(Operation::GraphServicePrincipalPost).await;
             let mut state = shared.state();
             let app = state.applications.values().find(|a| a.app_id.eq_ignore_ascii_case(&app_id)).cloned();
-            let replicated =
-                app.as_ref().is_some_and(|a| a.created.elapsed() >= shared.config.application_replication_delay);
+            let replicated = app
+                .as_ref()
+                .is_some_and(|a| shared.config.clock.since(a.created) >= shared.config.application_replication_delay);
             let Some(app) = app.filter(|_| replicated) else {
                 let message = format!(
                     "The appId '{app_id}' of the service principal does not reference a valid application object."
@@ -397,8 +397,8 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
                     .and_then(Value::as_str)
                     .unwrap_or(graph_shapes::DEFAULT_SIGN_IN_AUDIENCE)
                     .to_string(),
-                created: Instant::now(),
-                created_at: jiff::Timestamp::now(),
+                created: shared.now(),
+                created_at: shared.timestamp(),
             };
             let rendered = render_sp(&base, &sp, &tenant, true);
             let location =

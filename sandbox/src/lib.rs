@@ -13,6 +13,7 @@
 mod arm;
 mod auth;
 mod blob;
+mod clock;
 mod config;
 mod entra;
 mod entra_metadata;
@@ -38,6 +39,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use clock::Clock;
 pub use config::{DEFAULT_SUBSCRIPTION_ID, DEFAULT_TENANT_ID, SandboxConfig};
 pub use faults::{Fault, FaultModel};
 pub use federation::{AadstsError, FederatedToken};
@@ -102,7 +104,7 @@ impl Shared {
     /// Locks the state after finishing any resource group deletions that are due.
     pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, State> {
         let mut state = self.state.lock().expect("state lock");
-        state.reap(Instant::now());
+        state.reap(self.now());
         state
     }
 
@@ -113,13 +115,23 @@ impl Shared {
         }
     }
 
+    /// The sandbox clock's instant ([`SandboxConfig::clock`]).
+    pub(crate) fn now(&self) -> Instant {
+        self.config.clock.now()
+    }
+
+    /// The sandbox clock's wall-clock time.
+    pub(crate) fn timestamp(&self) -> jiff::Timestamp {
+        self.config.clock.timestamp()
+    }
+
     pub(crate) fn scaled(&self, op: Operation) -> Duration {
         self.config.latency.delay(op)
     }
 
     fn token_claims(&self, req: &Req) -> Option<auth::Claims> {
         let token = auth::bearer(req.header("authorization"))?;
-        auth::verify(&self.token_key, token, jiff::Timestamp::now().as_second()).ok()
+        auth::verify(&self.token_key, token, self.timestamp().as_second()).ok()
     }
 
     pub(crate) fn caller_client_id(&self, req: &Req) -> Option<String> {
@@ -176,7 +188,7 @@ impl Sandbox {
                 secret: SANDBOX_CLIENT_SECRET.to_string(),
                 object_id: SANDBOX_CLIENT_OBJECT_ID.to_string(),
                 // Long-standing principal: never inside a replication window.
-                created: Instant::now().checked_sub(Duration::from_secs(86_400)).unwrap_or_else(Instant::now),
+                created: config.clock.now().checked_sub(Duration::from_secs(86_400)).unwrap_or_else(Instant::now),
             },
         );
         let token_key: [u8; 32] = rand::random();
@@ -266,6 +278,12 @@ impl Sandbox {
         &self.shared.config.subscription_id
     }
 
+    /// The clock this sandbox measures windows and token lifetimes against: advance it rather
+    /// than sleep through a window.
+    pub fn clock(&self) -> &Clock {
+        &self.shared.config.clock
+    }
+
     /// Registers a service principal the token endpoint accepts (client credentials).
     pub fn register_client(&self, client_id: &str, secret: &str) {
         let mut state = self.shared.state();
@@ -275,7 +293,7 @@ impl Sandbox {
             Client {
                 secret: secret.to_string(),
                 object_id: object_id.to_string(),
-                created: Instant::now().checked_sub(Duration::from_secs(86_400)).unwrap_or_else(Instant::now),
+                created: self.shared.now().checked_sub(Duration::from_secs(86_400)).unwrap_or_else(Instant::now),
             },
         );
     }

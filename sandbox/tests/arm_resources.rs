@@ -76,7 +76,8 @@ async fn dns_zone_and_ns_delegation_record_set_with_etags() {
 #[tokio::test]
 async fn role_assignment_waits_for_a_new_principal_and_refuses_duplicates() {
     let mut config = SandboxConfig::instant();
-    config.principal_not_found_for = Duration::from_millis(400);
+    // A window no test would sleep through: the sandbox clock is moved past it instead.
+    config.principal_not_found_for = Duration::from_secs(1800);
     // The pessimistic behaviour: the principal type does not spare the lookup.
     config.faults.principal_type_ignored = true;
     let sandbox = support::start(config).await;
@@ -104,8 +105,14 @@ async fn role_assignment_waits_for_a_new_principal_and_refuses_duplicates() {
     assert_eq!(young.status, 400);
     assert_eq!(young.error_code(), "PrincipalNotFound");
     assert!(young.body["error"]["message"].as_str().unwrap().contains("replication delay"));
+    sandbox.clock().advance(Duration::from_secs(1700));
+    assert_eq!(
+        arm.put(&assignment(first), body.clone()).await.error_code(),
+        "PrincipalNotFound",
+        "still in the window"
+    );
 
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    sandbox.clock().advance(Duration::from_secs(101));
     let created = arm.put(&assignment(first), body.clone()).await;
     assert_eq!(created.status, 201);
     assert_eq!(created.body["properties"]["scope"], scope.as_str());

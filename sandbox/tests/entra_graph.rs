@@ -115,7 +115,8 @@ async fn each_service_accepts_only_tokens_for_its_audience() {
 #[tokio::test]
 async fn application_lifecycle_with_service_principal_replication_delay() {
     let mut config = SandboxConfig::instant();
-    config.application_replication_delay = Duration::from_millis(400);
+    // A window no test would sleep through: the sandbox clock is moved past it instead.
+    config.application_replication_delay = Duration::from_secs(1800);
     let sandbox = support::start(config).await;
     let client = support::client(&sandbox);
     let graph = support::token_for(&sandbox, &client, SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, GRAPH_SCOPE).await;
@@ -176,7 +177,7 @@ async fn application_lifecycle_with_service_principal_replication_delay() {
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "Request_BadRequest");
     assert_eq!(body["error"]["details"][0]["code"], "NoBackingApplicationObject");
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    sandbox.clock().advance(Duration::from_secs(1801));
     let resp = create_sp().await.unwrap();
     assert_eq!(resp.status(), 201);
     let sp: Value = resp.json().await.unwrap();
@@ -198,5 +199,23 @@ async fn application_lifecycle_with_service_principal_replication_delay() {
     let resp =
         client.delete(format!("{base}/directory/deletedItems/{object_id}")).bearer_auth(&graph).send().await.unwrap();
     assert_eq!(resp.status(), 204, "soft-deleted, then purged");
+    sandbox.shutdown().await;
+}
+
+/// Token lifetimes run on the sandbox clock: a token is refused once the clock passes its
+/// expiry, without the test waiting an hour.
+#[tokio::test]
+async fn a_token_expires_when_the_sandbox_clock_passes_its_lifetime() {
+    let sandbox = support::start(SandboxConfig::instant()).await;
+    let client = support::client(&sandbox);
+    let graph = support::token_for(&sandbox, &client, SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, GRAPH_SCOPE).await;
+    let apps = format!("{}v1.0/applications", sandbox.graph_endpoint());
+    assert_eq!(client.get(&apps).bearer_auth(&graph).send().await.unwrap().status(), 200);
+    sandbox.clock().advance(Duration::from_secs(2 * 86_400));
+    let resp = client.get(&apps).bearer_auth(&graph).send().await.unwrap();
+    assert_eq!(resp.status(), 401);
+    assert_eq!(resp.json::<Value>().await.unwrap()["error"]["code"], "InvalidAuthenticationToken");
+    let fresh = support::token_for(&sandbox, &client, SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, GRAPH_SCOPE).await;
+    assert_eq!(client.get(&apps).bearer_auth(&fresh).send().await.unwrap().status(), 200, "a new token is good");
     sandbox.shutdown().await;
 }

@@ -1,8 +1,6 @@
 //! Microsoft.ManagedIdentity: user-assigned identities and their federated identity
 //! credentials (max 20, issuer+subject unique, one write at a time per identity).
 
-use std::time::Instant;
-
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -152,7 +150,7 @@ async fn put_identity(ctx: &Ctx<'_>, rg: &str, name: &str) -> Reply {
             "clientId": uuid::Uuid::new_v4().to_string(),
         },
     });
-    state.resources.insert(key, Resource::new(id.clone(), Kind::Identity, rendered.clone(), Instant::now()));
+    state.resources.insert(key, Resource::new(id.clone(), Kind::Identity, rendered.clone(), ctx.shared.now()));
     Reply::json(StatusCode::CREATED, &rendered).with_header("location", id)
 }
 
@@ -196,7 +194,7 @@ async fn federated_credential(ctx: &Ctx<'_>, rg: &str, identity: &str, name: &st
         };
         identity_id_str = parent.id.clone();
         // Right after creation the identity is not yet visible to the credential write path.
-        if body.is_some() && parent.created.elapsed() < ctx.shared.config.parent_not_found_for {
+        if body.is_some() && ctx.shared.config.clock.since(parent.created) < ctx.shared.config.parent_not_found_for {
             return parent_not_found(
                 parent_action,
                 "userAssignedIdentities/federatedIdentityCredentials",
@@ -208,7 +206,7 @@ async fn federated_credential(ctx: &Ctx<'_>, rg: &str, identity: &str, name: &st
         {
             return reply;
         }
-        let now = Instant::now();
+        let now = ctx.shared.now();
         if state.fic_busy_until.get(&identity_key).is_some_and(|until| *until > now) {
             return arm_error(
                 StatusCode::CONFLICT,
@@ -251,7 +249,9 @@ async fn federated_credential(ctx: &Ctx<'_>, rg: &str, identity: &str, name: &st
         existing.body = rendered.clone();
         return Reply::json(StatusCode::OK, &rendered);
     }
-    state.resources.insert(key, Resource::new(id.clone(), Kind::FederatedCredential, rendered.clone(), Instant::now()));
+    state
+        .resources
+        .insert(key, Resource::new(id.clone(), Kind::FederatedCredential, rendered.clone(), ctx.shared.now()));
     Reply::json(StatusCode::CREATED, &rendered).with_header("location", id)
 }
 

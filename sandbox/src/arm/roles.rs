@@ -136,7 +136,7 @@ async fn put(ctx: &Ctx<'_>, scope: &str, name: &str) -> Reply {
             return r;
         }
         let skips = principal_type.is_some() && !ctx.shared.config.faults.principal_type_ignored;
-        let young = |t: Instant| t.elapsed() < ctx.shared.config.principal_not_found_for;
+        let young = |t: Instant| ctx.shared.config.clock.since(t) < ctx.shared.config.principal_not_found_for;
         let missing = match state.principal_created(principal) {
             None => true,
             Some(t) => young(t) && !skips,
@@ -193,6 +193,6 @@ async fn put(ctx: &Ctx<'_>, scope: &str, name: &str) -> Reply {
         },
         "id": id, "type": "Microsoft.Authorization/roleAssignments", "name": name,
     });
-    state.resources.insert(key, Resource::new(id, Kind::RoleAssignment, rendered.clone(), Instant::now()));
+    state.resources.insert(key, Resource::new(id, Kind::RoleAssignment, rendered.clone(), ctx.shared.now()));
     Reply::json(StatusCode::CREATED, &rendered)
 }
