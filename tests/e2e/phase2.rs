@@ -22,7 +22,8 @@ fn rehearsal_runs_phase_2_after_phase_1_and_a_second_pass_writes_nothing() {
         "running Phase 1 and 2 again must not write (ARM or Kubernetes)"
     );
 
-    let journal = PathBuf::from(result["journal"].as_str().unwrap());
+    // Phase 2 is the HyperShift administrator's, in the journal Phase 1 was handed over to.
+    let journal = PathBuf::from(result["handoff"]["to"]["journal"].as_str().unwrap());
     let get = |key: &str| {
         let out = env.run_bare(&["--journal", journal.to_str().unwrap(), "get", key]);
         assert_eq!(out.code, 0, "{}", out.all());

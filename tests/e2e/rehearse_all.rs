@@ -80,8 +80,10 @@ fn phase3_leaves_the_cluster_running_for_a_look_around() {
             "{group}: {resources:#?}"
         );
     }
-    let workdir = std::path::PathBuf::from(result["workdir"].as_str().unwrap());
+    // Phase 3 is the HyperShift administrator's: it ran in their own journal and directory,
+    // from Phase 1's values handed over to them.
+    let second_dir = std::path::PathBuf::from(result["handoff"]["to"]["dir"].as_str().unwrap());
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(workdir.join("rehearse-hc-kubeconfig")).unwrap().permissions().mode() & 0o777;
+    let mode = std::fs::metadata(second_dir.join("rehearse-hc-kubeconfig")).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "the hosted cluster's kubeconfig holds credentials");
 }

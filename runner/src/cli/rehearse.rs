@@ -38,16 +38,14 @@ pub fn phase_name(phase: u8) -> String {
     }
 }
 
-fn phase_vars(phase: u8, ca_file: &Path, oidc_tool: &str) -> String {
+fn phase_vars(phase: u8, ca_file: &Path, oidc_tool: &str, workdir: &Path) -> String {
     match phase {
         1 => format!(
             "prefix = \"rehearse\"\noidc_storage_account = \"rehearsaloidc\"\nexternal_dns = true\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nca_file = \"{}\"\noidc_tool = \"{oidc_tool}\"\n",
             ca_file.display()
         ),
-        // The pull secret `phase_files` writes beside the sandbox's CA, in the rehearsal's directory.
-        2 => {
-            format!("external_dns = true\npull_secret = \"{}\"\n", ca_file.with_file_name("pull-secret.json").display())
-        }
+        // The pull secret `phase_files` writes in the directory of the person running the phase.
+        2 => format!("external_dns = true\npull_secret = \"{}\"\n", workdir.join("pull-secret.json").display()),
         _ => String::new(),
     }
 }
@@ -119,7 +117,7 @@ impl Rehearsal {
         let vars_file = self.workdir.join(format!("{runbook}.vars.toml"));
         let text = match later_phase_vars(runbook, &self.workdir).map_err(|e| CliError::Internal(e.into()))? {
             Some(text) => text,
-            None => phase_vars(number, &self.ca_file, &self.oidc_tool),
+            None => phase_vars(number, &self.ca_file, &self.oidc_tool, &self.workdir),
         };
         runbook_files::write(&vars_file, text.as_bytes(), runbook_files::PUBLIC, runbook_files::Existing::Replace)
             .map_err(|e| CliError::Internal(e.into()))?;
@@ -171,6 +169,13 @@ impl Rehearsal {
         run::resume(&self.env, Some(run_id), &[], &RerunArgs::default()).await
     }
 
+    /// From now on, runs go to this person's journal and directory (the hand-off's second
+    /// person after Phase 1, the first one again when a second pass reruns Phase 1).
+    fn act_as(&mut self, person: &Person) {
+        self.env.journal_path = person.journal.clone();
+        self.workdir = person.dir.clone();
+    }
+
     /// Objects in the management cluster: kind, namespace, name.
     pub fn kube_objects(&self) -> Vec<Value> {
         kube_objects(&self.sandbox)
@@ -196,6 +201,13 @@ fn program_env(
     let path = std::env::var("PATH").unwrap_or_default();
     settings.insert("PATH".into(), format!("{}:{path}", bin.display()));
     Ok(settings)
+}
+
+/// Where one person's runs go: their journal and working directory.
+#[derive(Clone)]
+struct Person {
+    journal: PathBuf,
+    dir: PathBuf,
 }
 
 /// The second person's side of a rehearsal: their journal and directory, and the hand-off file
@@ -464,7 +476,24 @@ pub async fn rehearse(
     let mut runs = Vec::new();
     let mut exit = Exit::Ok;
     let mut summary_lines = Vec::new();
+    // Phase 1 is the Azure administrator's; its results go to the HyperShift administrator,
+    // who runs every later phase in a journal and directory of their own, as the procedure
+    // splits the work.
+    let first = Person { journal: rehearsal.env.journal_path.clone(), dir: rehearsal.workdir.clone() };
+    let mut second: Option<SecondPerson> = None;
     for (index, &(number, runbook)) in phases.iter().enumerate() {
+        if number > 1 && second.is_none() && phases.first().is_some_and(|(p, _)| *p == 1) {
+            let handed = hand_off(&rehearsal)?;
+            rehearsal.act_as(&Person { journal: handed.journal.clone(), dir: handed.dir.clone() });
+            if !env.json {
+                eprintln!(
+                    "hand-off: Phase 1's results exported by azure-admin to {}, imported by hypershift-admin into {}",
+                    handed.file.display(),
+                    handed.journal.display()
+                );
+            }
+            second = Some(handed);
+        }
         if !env.json && phases.iter().position(|(p, _)| *p == number) == Some(index) {
             eprintln!("== {} ==", phase_name(number));
         }
@@ -494,7 +523,9 @@ pub async fn rehearse(
     let mut second_pass_writes = Value::Null;
     if check_idempotent && exit == Exit::Ok {
         let before = rehearsal.write_requests();
+        let later = Person { journal: rehearsal.env.journal_path.clone(), dir: rehearsal.workdir.clone() };
         for &(number, runbook) in &phases {
+            rehearsal.act_as(if number == 1 { &first } else { &later });
             let (phase_exit, summary, _) = rehearsal.run_phase(number, runbook).await?;
             runs.push(summary);
             exit = phase_exit;
@@ -506,11 +537,12 @@ pub async fn rehearse(
             exit = Exit::StepFailed;
         }
     }
-    // Phase 1's results go to the second person, as the procedure hands them over.
-    let second = match phases.first() {
-        Some((1, _)) if exit == Exit::Ok => Some(hand_off(&rehearsal)?),
-        _ => None,
-    };
+    // A rehearsal of Phase 1 alone still hands its results over, so the hand-off is rehearsed.
+    if second.is_none() && exit == Exit::Ok && phases.first().is_some_and(|(p, _)| *p == 1) {
+        rehearsal.act_as(&first);
+        second = Some(hand_off(&rehearsal)?);
+    }
+    rehearsal.act_as(&first);
     let resources = rehearsal.sandbox.resource_ids();
     let kube = rehearsal.kube_objects();
     let writes = rehearsal.write_requests();
