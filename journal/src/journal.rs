@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use runbook_clock::Clock;
 use rusqlite::Connection;
 
 use crate::anchor;
@@ -33,21 +34,27 @@ impl std::fmt::Debug for Journal {
 impl Journal {
     /// Opens the journal at `path`, creating it and its key file if missing, and migrates it to
     /// the current schema. A journal from a newer build is refused before anything is changed.
+    /// Events are stamped with the process's clock ([`Clock::process`]).
     pub fn open(path: &Path) -> Result<Journal, Error> {
-        Journal::open_with(path, Create::IfMissing)
+        Journal::open_with(path, Create::IfMissing, Clock::process())
+    }
+
+    /// [`Journal::open`], stamping events with `clock`.
+    pub fn open_with_clock(path: &Path, clock: Clock) -> Result<Journal, Error> {
+        Journal::open_with(path, Create::IfMissing, clock)
     }
 
     /// Opens a journal that must already exist, creating nothing (for read-only commands).
     /// Fails with [`Error::NotFound`] if the journal is missing and [`Error::Key`] if its key is.
     pub fn open_existing(path: &Path) -> Result<Journal, Error> {
         match path.try_exists() {
-            Ok(true) => Journal::open_with(path, Create::Never),
+            Ok(true) => Journal::open_with(path, Create::Never, Clock::process()),
             Ok(false) => Err(Error::NotFound(path.to_path_buf())),
             Err(e) => Err(Error::io(path, e)),
         }
     }
 
-    fn open_with(path: &Path, create: Create) -> Result<Journal, Error> {
+    fn open_with(path: &Path, create: Create, clock: Clock) -> Result<Journal, Error> {
         // One database, one key and one lock, whatever path (symlink) it was reached through.
         let real = std::fs::canonicalize(path).ok();
         let path = real.as_deref().unwrap_or(path);
@@ -68,7 +75,7 @@ impl Journal {
         // The read path must never write; all writes go through the writer's chain state.
         reader.pragma_update(None, "query_only", "ON").map_err(|e| Error::sqlite(path, e))?;
 
-        let writer = JournalWriter::spawn(write_conn, Arc::clone(&keys), path)?;
+        let writer = JournalWriter::spawn(write_conn, Arc::clone(&keys), path, clock)?;
         Ok(Journal { path: path.to_path_buf(), keys, reader: Mutex::new(reader), writer })
     }
 

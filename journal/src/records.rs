@@ -24,7 +24,7 @@ impl Holder {
             host: current_host(),
             run_id: run_id.to_string(),
             command: command.to_string(),
-            since: crate::clock::now_rfc3339(),
+            since: crate::clock::format_ts(runbook_clock::Clock::process().timestamp()),
         }
     }
 }

@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
 
+use runbook_clock::Clock;
 use rusqlite::{Connection, TransactionBehavior, params};
 
 use crate::anchor::{self, Tail};
 use crate::chain::ChainFields;
-use crate::clock::now_rfc3339;
+use crate::clock::format_ts;
 use crate::error::Error;
 use crate::event::{EventData, RUN_CREATED};
 use crate::keys::Keys;
@@ -71,14 +72,14 @@ impl std::fmt::Debug for JournalWriter {
 }
 
 impl JournalWriter {
-    /// Starts the writer thread, which takes ownership of `conn`.
-    pub(crate) fn spawn(conn: Connection, keys: Arc<Keys>, path: &Path) -> Result<Self, Error> {
+    /// Starts the writer thread, which takes ownership of `conn` and stamps events with `clock`.
+    pub(crate) fn spawn(conn: Connection, keys: Arc<Keys>, path: &Path, clock: Clock) -> Result<Self, Error> {
         let (requests, queue) = mpsc::channel();
         let path = Arc::new(path.to_path_buf());
         let thread_path = Arc::clone(&path);
         std::thread::Builder::new()
             .name("runbook-journal-writer".to_string())
-            .spawn(move || run(conn, &keys, &thread_path, &queue))
+            .spawn(move || run(conn, &keys, &thread_path, &clock, &queue))
             .map_err(|e| Error::io(path.as_path(), e))?;
         Ok(JournalWriter { requests, path })
     }
@@ -134,7 +135,7 @@ impl JournalWriter {
 }
 
 /// The writer thread's loop; ends when every handle has been dropped.
-fn run(mut conn: Connection, keys: &Keys, path: &Path, queue: &mpsc::Receiver<Request>) {
+fn run(mut conn: Connection, keys: &Keys, path: &Path, clock: &Clock, queue: &mpsc::Receiver<Request>) {
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -144,7 +145,7 @@ fn run(mut conn: Connection, keys: &Keys, path: &Path, queue: &mpsc::Receiver<Re
             }
         }
         let (jobs, replies): (Vec<Job>, Vec<Reply>) = batch.into_iter().map(|r| (r.job, r.reply)).unzip();
-        let outcomes = commit_batch(&mut conn, keys, path, &jobs);
+        let outcomes = commit_batch(&mut conn, keys, path, clock, &jobs);
         for (reply, outcome) in replies.into_iter().zip(outcomes) {
             reply.send(outcome);
         }
@@ -153,7 +154,7 @@ fn run(mut conn: Connection, keys: &Keys, path: &Path, queue: &mpsc::Receiver<Re
 
 /// Writes all `jobs` in one IMMEDIATE transaction. Each job of a batch runs in its own savepoint
 /// so one bad request (say, an event for an unknown run) fails alone instead of failing its batch.
-fn commit_batch(conn: &mut Connection, keys: &Keys, path: &Path, jobs: &[Job]) -> Vec<Outcome> {
+fn commit_batch(conn: &mut Connection, keys: &Keys, path: &Path, clock: &Clock, jobs: &[Job]) -> Vec<Outcome> {
     let sqlite = |e| Error::sqlite(path, e);
     let fail_all = |e: Error| jobs.iter().map(|_| Err(e.duplicate())).collect();
 
@@ -183,7 +184,7 @@ fn commit_batch(conn: &mut Connection, keys: &Keys, path: &Path, jobs: &[Job]) -
 
     // A lone job needs no savepoint: if it fails, the whole transaction is its to roll back.
     if let [job] = jobs {
-        let outcome = write_job(&tx, keys, path, &mut tail, job)
+        let outcome = write_job(&tx, keys, path, clock, &mut tail, job)
             .and_then(|seqs| anchor::advance(&tx, keys, &tail).map(|()| seqs).map_err(sqlite))
             .and_then(|seqs| tx.commit().map(|()| seqs).map_err(sqlite));
         return vec![outcome];
@@ -195,7 +196,7 @@ fn commit_batch(conn: &mut Connection, keys: &Keys, path: &Path, jobs: &[Job]) -
         let outcome = tx.savepoint().map_err(sqlite).and_then(|mut sp| {
             // Rolled back on drop unless committed.
             sp.set_drop_behavior(rusqlite::DropBehavior::Rollback);
-            let seqs = write_job(&sp, keys, path, &mut tail, job)?;
+            let seqs = write_job(&sp, keys, path, clock, &mut tail, job)?;
             sp.commit().map_err(sqlite)?;
             Ok(seqs)
         });
@@ -214,7 +215,14 @@ fn commit_batch(conn: &mut Connection, keys: &Keys, path: &Path, jobs: &[Job]) -
     }
 }
 
-fn write_job(conn: &Connection, keys: &Keys, path: &Path, tail: &mut Tail, job: &Job) -> Result<Vec<i64>, Error> {
+fn write_job(
+    conn: &Connection,
+    keys: &Keys,
+    path: &Path,
+    clock: &Clock,
+    tail: &mut Tail,
+    job: &Job,
+) -> Result<Vec<i64>, Error> {
     match job {
         Job::Append(events) => events
             .iter()
@@ -228,7 +236,7 @@ fn write_job(conn: &Connection, keys: &Keys, path: &Path, tail: &mut Tail, job: 
                 let data =
                     event.data.encode().map_err(|e| Error::Corrupt(format!("event cannot be serialized: {e}")))?;
                 let unsaved = UnsavedEvent {
-                    ts: &now_rfc3339(),
+                    ts: &format_ts(clock.timestamp()),
                     run_id: &event.run_id,
                     kind: event.data.kind(),
                     step: event.step.as_deref(),
@@ -243,7 +251,7 @@ fn write_job(conn: &Connection, keys: &Keys, path: &Path, tail: &mut Tail, job: 
                 id: run.id.clone(),
                 runbook: run.runbook.clone(),
                 runbook_digest: run.runbook_digest.clone(),
-                created_at: now_rfc3339(),
+                created_at: format_ts(clock.timestamp()),
                 vars: run.vars.clone(),
                 who: run.who.clone(),
             };
@@ -361,7 +369,7 @@ mod tests {
             Job::CreateRun(run("r1")),
             Job::Append(vec![event("r1")]),
         ];
-        let outcomes = commit_batch(&mut conn, &keys, &path, &jobs);
+        let outcomes = commit_batch(&mut conn, &keys, &path, &Clock::system(), &jobs);
         let seqs: Vec<_> = outcomes.iter().map(|o| o.as_ref().ok().cloned()).collect();
         assert_eq!(seqs, [Some(vec![1]), None, Some(vec![2, 3]), None, Some(vec![4])]);
 

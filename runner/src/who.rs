@@ -96,13 +96,13 @@ static PRINCIPALS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMa
 
 /// Sortable by time, readable, and unique enough for one journal.
 pub fn new_run_id() -> String {
-    let now = jiff::Timestamp::now();
+    let now = runbook_clock::Clock::process().timestamp();
     let suffix = uuid::Uuid::new_v4().simple().to_string();
     format!("{}-{}", now.strftime("%Y%m%dT%H%M%SZ"), &suffix[..6])
 }
 
 pub fn now() -> String {
-    jiff::Timestamp::now().to_string()
+    runbook_clock::Clock::process().timestamp().to_string()
 }
 
 /// The run lock's holder, named the same way as the journal's `who`.

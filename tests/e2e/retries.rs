@@ -38,9 +38,11 @@ fn micros(ts: &str) -> i64 {
     instant.as_microsecond()
 }
 
-#[test]
-fn retry_after_is_honoured_never_earlier() {
-    let env = TestEnv::new();
+/// Runs one http step against a server that throttles once with `Retry-After: 1`, on a
+/// simulated clock set to `start`: the wait moves the runner's clock instead of taking a second,
+/// and the journal is stamped with the runner's clock. Returns the step's events as
+/// (kind, ts, data).
+fn run_throttled_at(env: &TestEnv, start: &str) -> Vec<(String, String, serde_json::Value)> {
     let (url, server) = throttling_server();
     let runbook = env.write(
         "throttled.toml",
@@ -57,20 +59,59 @@ inputs.expect_json = {{ "/issuer" = "ok" }}
 "#
         ),
     );
-    let run = env.run(&["run", runbook.to_str().unwrap()]);
-    assert_eq!(run.code, 0, "{}", run.all());
+    let mut command = env.command(&["run", runbook.to_str().unwrap()]);
+    command.env("RUNBOOK_TEST_CLOCK", start);
+    let run = command.output().expect("runbook starts");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
     server.join().unwrap();
     let db = rusqlite::Connection::open(env.journal()).unwrap();
     let mut rows = db.prepare("SELECT kind, ts, data FROM events WHERE step = 'check' ORDER BY seq").unwrap();
-    let events: Vec<(String, String, String)> =
-        rows.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect();
+    rows.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, String>(2)?)))
+        .unwrap()
+        .map(|row| {
+            let (kind, ts, data) = row.unwrap();
+            (kind, ts, serde_json::from_str(&data).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn retry_after_is_honoured_never_earlier() {
+    let env = TestEnv::new();
+    let events = run_throttled_at(&env, "2026-03-10T12:00:00Z");
     let kinds: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
     assert_eq!(kinds, ["step_started", "step_finished", "step_started", "step_finished"]);
-    let first_end: serde_json::Value = serde_json::from_str(&events[1].2).unwrap();
+    let first_end = &events[1].2;
     assert_eq!(first_end["error"]["code"], "HttpStatus429");
     assert_eq!(first_end["retry_in_ms"], 1000, "the server's Retry-After, not the 10 ms backoff");
     let waited = micros(&events[2].1) - micros(&events[1].1);
     assert!(waited >= 1_000_000, "retried after {waited} µs, before the server's Retry-After of 1 s");
+}
+
+/// A backoff that starts a moment before UTC midnight (and New Year) and ends after it: the
+/// retry happens, the journal's timestamps and the step's own start times follow the clock into
+/// the next day in order, and the journal still verifies.
+#[test]
+fn a_retry_whose_backoff_crosses_utc_midnight_succeeds() {
+    let env = TestEnv::new();
+    let events = run_throttled_at(&env, "2030-12-31T23:59:59.5Z");
+    let kinds: Vec<&str> = events.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(kinds, ["step_started", "step_finished", "step_started", "step_finished"]);
+    // The simulated clock stands still but for the wait, so the stamps are exact.
+    assert_eq!(events[1].1, "2030-12-31T23:59:59.500000Z", "throttled before midnight: {events:?}");
+    assert_eq!(events[2].1, "2031-01-01T00:00:00.500000Z", "retried after the server's second: {events:?}");
+    let started_at: Vec<&str> = events.iter().filter_map(|e| e.2["started_at"].as_str()).collect();
+    assert_eq!(started_at.len(), 2);
+    assert!(micros(started_at[0]) < micros(started_at[1]), "{started_at:?}");
+    assert!(started_at[1].starts_with("2031-01-01"), "{started_at:?}");
+    assert_eq!(events[3].2["status"], "succeeded");
+
+    let status = env.run(&["status", "--output", "json"]);
+    assert_eq!(status.code, 0, "{}", status.all());
+    assert_eq!(status.last_json()["status"], "succeeded", "{}", status.all());
+    let verify = env.run(&["audit", "--verify"]);
+    assert_eq!(verify.code, 0, "{}", verify.all());
 }
 
 #[test]

@@ -122,7 +122,8 @@ fn parse_since(since: &str) -> CliResult<jiff::Timestamp> {
             "write e.g. 2026-11-21T00:00:00Z or 2h",
         )
     })?;
-    jiff::Timestamp::now()
+    runbook_clock::Clock::process()
+        .timestamp()
         .checked_sub(jiff::SignedDuration::try_from(ago).map_err(|e| CliError::user(e.to_string()))?)
         .map_err(|e| CliError::user(e.to_string()))
 }

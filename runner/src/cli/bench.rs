@@ -102,6 +102,7 @@ async fn run_once(
         graceful: CancellationToken::new(),
         hard: CancellationToken::new(),
         parallelism: runbook.parallelism(),
+        clock: runbook_clock::Clock::process(),
     })
     .await?;
     drain.await?;

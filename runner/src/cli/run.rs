@@ -531,6 +531,7 @@ async fn execute(
         graceful,
         hard,
         parallelism: env.parallelism.unwrap_or(prepared.runbook.parallelism()),
+        clock: runbook_clock::Clock::process(),
     };
     let summary = engine::execute(context).await;
     signals.abort();

@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use runbook_clock::Clock;
 use runbook_journal::{
     EventData, Journal, JournalWriter, NewEvent, StepFinished, StepStarted, StepStatus as JournaledStatus,
 };
@@ -37,6 +38,7 @@ pub struct Shared {
     pub events: UnboundedSender<EngineEvent>,
     pub hard_cancel: CancellationToken,
     pub retry_budget: AtomicU32,
+    pub clock: Clock,
 }
 
 pub enum JobResult {
@@ -66,7 +68,7 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
             input_digests: job.input_digests.clone(),
             inputs: job.redacted_inputs.clone(),
             idempotent: job.def.idempotent,
-            started_at: jiff::Timestamp::now().to_string(),
+            started_at: shared.clock.timestamp().to_string(),
         };
         let started_event = NewEvent::new(shared.run_id.clone(), EventData::StepStarted(started))
             .with_step(job.instance.clone(), Some(attempt));
@@ -83,11 +85,11 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
             reason: reason.clone(),
         });
 
-        let started = Instant::now();
+        let started = shared.clock.now();
         let mut context = job.context.clone();
         context.attempt = attempt;
         let result = match job.def.timeout {
-            Some(limit) => match tokio::time::timeout(limit, job.def.kind.run(&context, &job.inputs)).await {
+            Some(limit) => match shared.clock.timeout(limit, job.def.kind.run(&context, &job.inputs)).await {
                 Ok(result) => result,
                 Err(_) => Err(StepError::new(
                     ErrorClass::Timeout,
@@ -98,7 +100,7 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
             },
             None => job.def.kind.run(&context, &job.inputs).await,
         };
-        let elapsed = started.elapsed();
+        let elapsed = shared.clock.since(started);
 
         match result {
             Ok(outcome) => {
@@ -201,7 +203,7 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                         error: error.message.clone(),
                     });
                     tokio::select! {
-                        _ = tokio::time::sleep(delay) => {}
+                        () = shared.clock.sleep(delay) => {}
                         _ = shared.hard_cancel.cancelled() => {}
                     }
                     reason = retry_reason(attempt, &error, tries + 1, retry.attempts);

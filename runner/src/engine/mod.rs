@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
-use std::time::Instant;
 
+use runbook_clock::Clock;
 use runbook_journal::{
     CriticalPath, EventData, GateWaiting, Journal, JournalWriter, NewEvent, RunFinished, StepFinished, StepQueued,
     StepSkipped,
@@ -51,6 +51,9 @@ pub struct RunContext {
     pub hard: CancellationToken,
     /// At most this many steps at once (the runbook's own limit unless overridden).
     pub parallelism: usize,
+    /// What backoff waits, time limits, durations and timestamps are measured against; the
+    /// journal's writer should stamp events with the same one.
+    pub clock: Clock,
 }
 
 pub struct RunSummary {
@@ -105,7 +108,8 @@ fn heights(plan: &Plan, dependents: &[Vec<usize>]) -> Vec<usize> {
 }
 
 pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
-    let started = Instant::now();
+    let clock = ctx.clock.clone();
+    let started = clock.now();
     let plan = ctx.plan.clone();
     let runbook = ctx.runbook.clone();
     let n = plan.instances.len();
@@ -132,7 +136,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     let mut stop = false;
     // When each instance started and how long it took (retries included): the plan's critical
     // path is computed from these, so a benchmark can compare wall time with it.
-    let mut began: Vec<Option<Instant>> = vec![None; n];
+    let mut began: Vec<Option<std::time::Instant>> = vec![None; n];
     let mut took: Vec<std::time::Duration> = vec![std::time::Duration::ZERO; n];
 
     let shared = Arc::new(Shared {
@@ -142,6 +146,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
         events: ctx.events.clone(),
         hard_cancel: ctx.hard.clone(),
         retry_budget: AtomicU32::new(runbook.file.runbook.retry_budget.unwrap_or(200)),
+        clock: clock.clone(),
     });
 
     let _ = ctx.events.send(EngineEvent::RunStarted {
@@ -306,7 +311,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                             ctx.run_id.clone(),
                             EventData::StepQueued(StepQueued {
                                 key: redactor.text(&key),
-                                since: jiff::Timestamp::now().to_string(),
+                                since: clock.timestamp().to_string(),
                             }),
                         )
                         .with_step(instance.id.clone(), None),
@@ -346,7 +351,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                 redactor: redactor.clone(),
             };
             state[i] = State::Running;
-            began[i] = Some(Instant::now());
+            began[i] = Some(clock.now());
             let shared = shared.clone();
             running.spawn(async move { (i, run_job(job, shared).await) });
         }
@@ -369,7 +374,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
         let Some(joined) = joined else { continue };
         let (i, result) = joined?;
         if let Some(start) = began[i] {
-            took[i] = start.elapsed();
+            took[i] = clock.since(start);
         }
         if let Some(key) = key_of.remove(&i) {
             match key_queue.get_mut(&key).and_then(VecDeque::pop_front) {
@@ -419,7 +424,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     } else {
         RunStatus::Succeeded
     };
-    let duration = started.elapsed();
+    let duration = clock.since(started);
     let (critical, critical_steps) = critical_path(&plan, &dependents, &took);
     // Only instances that ran in this invocation: a reused one took no time here.
     let critical_steps: Vec<String> =

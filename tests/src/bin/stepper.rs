@@ -3,6 +3,7 @@
 //!
 //!   stepper append FILE TEXT        append TEXT and a newline to FILE
 //!   stepper sleep MILLIS            sleep
+//!   stepper await FILE              wait until FILE exists (a test releases the step when it is ready)
 //!   stepper require FILE            exit 1 unless FILE exists
 //!   stepper print TEXT              print TEXT to stdout
 //!   stepper env NAME                print the value of environment variable NAME
@@ -27,6 +28,13 @@ fn main() {
             }
             "sleep" => {
                 std::thread::sleep(std::time::Duration::from_millis(arg(1).parse().expect("millis")));
+                i += 2;
+            }
+            "await" => {
+                let file = arg(1);
+                while !std::path::Path::new(&file).exists() {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
                 i += 2;
             }
             "require" => {
