@@ -12,12 +12,13 @@ use crate::azure::ensure::{Desired, ensure};
 use crate::azure::role_assignment::{self, RoleAssignment};
 use crate::azure::session::ArmSession;
 use crate::azure::settings::SettingsSource;
-use crate::azure::{AzureSettings, actions, resource_id};
+use crate::azure::{AzureSettings, actions, resource_id, wait_gone};
 use crate::kind::{parse_inputs, required, schema_of};
 use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
 
 /// Azure Resource Manager REST: ensure a resource exists (GET, then PUT only when missing), read,
-/// delete, POST an action such as listKeys, or grant a role. Where ARM is and who signs in come
+/// delete, POST an action such as listKeys, grant a role, or wait until a collection holds none
+/// of some resources. Where ARM is and who signs in come
 /// from the environment when the step runs (see `azure::settings`), not from the runbook.
 pub struct Arm {
     env: SettingsSource,
@@ -62,6 +63,9 @@ pub enum ArmAction {
     Post,
     /// A role assignment with a deterministic name (UUIDv5 of scope, role and principal).
     AssignRole,
+    /// Poll the collection `id` (e.g. RG/providers/Microsoft.Compute/virtualMachines) until none
+    /// of its items carries every pair of `tags`; fails with code ResourcesRemain after `timeout`.
+    WaitGone,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize, JsonSchema)]
@@ -119,6 +123,10 @@ pub struct ArmInputs {
     pub principal_id: Option<String>,
     /// assign_role: sent so a just-created principal need not be looked up (default ServicePrincipal).
     pub principal_type: Option<PrincipalType>,
+    /// wait_gone: only items whose tags hold every one of these pairs count (default: every item).
+    pub tags: Option<BTreeMap<String, String>>,
+    /// wait_gone: how long to wait, e.g. "30m" (default 30m).
+    pub timeout: Option<String>,
 }
 
 fn invalid(message: impl Into<String>) -> StepError {
@@ -129,8 +137,12 @@ impl ArmInputs {
     /// Inputs that mean nothing for the action are refused rather than silently ignored.
     fn check_applicable(&self) -> Result<(), StepError> {
         let action = self.action_name();
-        let given: [(&str, bool, &[ArmAction]); 10] = [
-            ("id", self.id.is_some(), &[ArmAction::Ensure, ArmAction::Get, ArmAction::Delete, ArmAction::Post]),
+        let given: [(&str, bool, &[ArmAction]); 12] = [
+            (
+                "id",
+                self.id.is_some(),
+                &[ArmAction::Ensure, ArmAction::Get, ArmAction::Delete, ArmAction::Post, ArmAction::WaitGone],
+            ),
             ("body", self.body.is_some(), &[ArmAction::Ensure, ArmAction::Post]),
             ("compare", self.compare.is_some(), &[ArmAction::Ensure]),
             ("replace_if_different", self.replace_if_different, &[ArmAction::Ensure]),
@@ -140,6 +152,8 @@ impl ArmInputs {
             ("scope", self.scope.is_some(), &[ArmAction::AssignRole]),
             ("role_definition_id", self.role_definition_id.is_some(), &[ArmAction::AssignRole]),
             ("principal_id", self.principal_id.is_some() || self.principal_type.is_some(), &[ArmAction::AssignRole]),
+            ("tags", self.tags.is_some(), &[ArmAction::WaitGone]),
+            ("timeout", self.timeout.is_some(), &[ArmAction::WaitGone]),
         ];
         for (name, present, allowed) in given {
             if present && !allowed.contains(&self.action) {
@@ -159,9 +173,18 @@ impl ArmInputs {
             ArmAction::Delete => "delete",
             ArmAction::Post => "post",
             ArmAction::AssignRole => "assign_role",
+            ArmAction::WaitGone => "wait_gone",
         }
     }
+
+    fn timeout(&self) -> Result<std::time::Duration, StepError> {
+        let text = self.timeout.as_deref().unwrap_or(DEFAULT_WAIT_TIMEOUT);
+        humantime::parse_duration(text).map_err(|e| invalid(format!("`timeout` `{text}` is not a duration: {e}")))
+    }
 }
+
+/// How long `wait_gone` waits when the step does not say.
+const DEFAULT_WAIT_TIMEOUT: &str = "30m";
 
 /// Whether a step's response body holds secrets: every `post` unless it says `secret = false`
 /// (listKeys, listAccountSas), decided from the unresolved inputs so `plan` knows it too.
@@ -324,6 +347,14 @@ async fn perform(
             };
             let body = actions::post(session, &path, api_version, inputs.body.as_ref()).await?;
             Ok(Produced { id, body, created: false, exists: true })
+        }
+        ArmAction::WaitGone => {
+            let (id, api_version) = target()?;
+            let timeout = inputs.timeout()?;
+            let tags = inputs.tags.clone().unwrap_or_default();
+            let gone = wait_gone::wait_gone(session, &id, api_version, &tags, timeout).await?;
+            let body = json!({ "gone": gone.first_seen, "count": gone.first_seen.len(), "polls": gone.polls });
+            Ok(Produced { id, body, created: false, exists: false })
         }
     }
 }

@@ -1,14 +1,133 @@
 //! The whole procedure on the sandbox, as `runbook rehearse` plays it: Phase 1, 2, 3, Day 2 and
 //! cleanup, and nothing the procedure created left at the end (ARM ids and the cluster's
-//! Kubernetes objects, counted).
+//! Kubernetes objects, counted). The same checks serve the rehearsal without External DNS and
+//! the ones under the fault model (rehearse_no_external_dns.rs).
+
+use std::collections::BTreeSet;
 
 use serde_json::Value;
 
 use crate::support::TestEnv;
 
-/// What the sandbox holds before any phase runs: the parent DNS zone a person brings.
-fn seeded(id: &str) -> bool {
-    id.contains("/resourceGroups/dns-parent")
+/// Every runbook a full rehearsal runs, in order.
+pub const ALL_RUNBOOKS: [&str; 9] = [
+    "phase1-workload-identity",
+    "phase2-management-cluster",
+    "phase3-hosted-cluster",
+    "day2-add-nodepool",
+    "day2-scale-nodepool",
+    "day2-upgrade-cluster",
+    "day2-delete-nodepool",
+    "cleanup-hosted-cluster",
+    "cleanup-shared-resources",
+];
+
+/// What the sandbox holds before any phase runs: the parent DNS zone a person brings (with the
+/// NS and SOA record sets Azure makes with every zone), in its resource group.
+pub fn seeded(id: &str) -> bool {
+    let id = id.to_ascii_lowercase();
+    let group = "/resourcegroups/dns-parent";
+    let zone = format!("{group}/providers/microsoft.network/dnszones/example.com");
+    [group.to_string(), zone.clone(), format!("{zone}/ns/@"), format!("{zone}/soa/@")].iter().any(|s| id.ends_with(s))
+}
+
+/// The run of `runbook` in the rehearsal's `runs`.
+pub fn run_of<'a>(result: &'a Value, runbook: &str) -> &'a Value {
+    result["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["runbook"] == runbook)
+        .unwrap_or_else(|| panic!("no run of {runbook}: {:#?}", result["runs"]))
+}
+
+/// ARM ids in a list of them.
+pub fn ids(list: &Value) -> Vec<&str> {
+    list.as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect()
+}
+
+/// Kubernetes objects as (kind, namespace, name).
+pub fn objects(list: &Value) -> BTreeSet<(String, String, String)> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+            (text(&o["kind"]), text(&o["namespace"]), text(&o["name"]))
+        })
+        .collect()
+}
+
+/// The VMs of node pool `pool` in the cluster's managed resource group: named after the pool
+/// and a five-character machine suffix (`rehearse-hc-…` is the first pool, `rehearse-hc-workers-…`
+/// the one Day 2 adds).
+pub fn vms(resources: &Value, pool: &str) -> usize {
+    let vm_prefix = "/resourcegroups/rehearse-managed-rg/providers/microsoft.compute/virtualmachines/";
+    ids(resources)
+        .iter()
+        .filter_map(|id| {
+            let id = id.to_ascii_lowercase();
+            id.find(vm_prefix).map(|at| id[at + vm_prefix.len()..].to_string())
+        })
+        .filter(|name| name.strip_prefix(&format!("{pool}-")).is_some_and(|suffix| suffix.len() == 5))
+        .count()
+}
+
+/// A full rehearsal that succeeded: every runbook in order, each succeeded.
+pub fn assert_every_runbook_succeeded(result: &Value) {
+    let runs = result["runs"].as_array().unwrap();
+    let runbooks: Vec<&str> = runs.iter().map(|r| r["runbook"].as_str().unwrap()).collect();
+    assert_eq!(runbooks, ALL_RUNBOOKS);
+    for run in runs {
+        assert_eq!(run["status"], "succeeded", "{}", run["runbook"]);
+    }
+}
+
+/// Day 2's node pools, counted as VMs in Azure's managed resource group after each runbook: the
+/// added pool gets its 2 VMs, the first pool is scaled from 2 to 3, deleting the added pool
+/// removes its VMs and nothing else, and destroying the cluster removes every VM.
+pub fn assert_day2_vms(result: &Value) {
+    let count = |runbook: &str| {
+        let resources = &run_of(result, runbook)["resources"];
+        (vms(resources, "rehearse-hc"), vms(resources, "rehearse-hc-workers"))
+    };
+    assert_eq!(count("phase3-hosted-cluster"), (2, 0), "after Phase 3");
+    assert_eq!(count("day2-add-nodepool"), (2, 2), "after adding a pool of 2");
+    assert_eq!(count("day2-scale-nodepool"), (3, 2), "after scaling the first pool to 3");
+    assert_eq!(count("day2-upgrade-cluster"), (3, 2), "before deleting the added pool");
+    assert_eq!(count("day2-delete-nodepool"), (3, 0), "after deleting the added pool");
+    assert_eq!(count("cleanup-hosted-cluster"), (0, 0), "after destroying the cluster");
+}
+
+/// At the end of cleanup nothing the procedure created remains. Azure holds exactly what was
+/// seeded before Phase 1. The management cluster holds what it held after Phase 2, and the
+/// namespace `hypershift create cluster` put the HostedCluster in, empty: the procedure's
+/// cleanup destroys the cluster and the shared Azure resources but has no step that uninstalls
+/// the HyperShift operator (or its External DNS), and `hypershift destroy cluster` leaves the
+/// namespace, which every hosted cluster of that namespace shares. Everything else Phase 3 and
+/// Day 2 made is gone.
+pub fn assert_nothing_left(result: &Value) {
+    let left = ids(&result["resources"]);
+    let made: Vec<&&str> = left.iter().filter(|id| !seeded(id)).collect();
+    assert!(made.is_empty(), "left behind in Azure: {made:#?}");
+    assert_eq!(left.len(), 4, "the parent zone, its NS and SOA record sets, its resource group: {left:#?}");
+
+    let now = objects(&result["kube"]);
+    let after_phase2 = objects(&run_of(result, "phase2-management-cluster")["kube"]);
+    let added: Vec<_> = now.difference(&after_phase2).collect();
+    let removed: Vec<_> = after_phase2.difference(&now).collect();
+    let clusters_namespace = ("Namespace".to_string(), String::new(), "clusters".to_string());
+    assert_eq!(added, [&clusters_namespace], "left behind in the management cluster");
+    assert!(removed.is_empty(), "Phase 2's install lost objects: {removed:#?}");
+    for (kind, namespace, name) in &now {
+        assert!(
+            !["HostedCluster", "NodePool"].contains(&kind.as_str())
+                && !namespace.starts_with("clusters")
+                && name != "clusters-rehearse-hc",
+            "{kind} {namespace}/{name}"
+        );
+    }
+    assert!(now.iter().any(|(kind, _, name)| kind == "Deployment" && name == "operator"), "the operator is installed");
 }
 
 #[test]
@@ -17,39 +136,23 @@ fn every_phase_day2_and_cleanup_then_nothing_the_procedure_made_remains() {
     let out = env.run(&["rehearse", "--output", "json", "--dir", "rehearsals"]);
     assert_eq!(out.code, 0, "{}", out.all());
     let result = out.last_json();
-    let runs = result["runs"].as_array().unwrap();
-    let runbooks: Vec<&str> = runs.iter().map(|r| r["runbook"].as_str().unwrap()).collect();
-    assert_eq!(
-        runbooks,
-        [
-            "phase1-workload-identity",
-            "phase2-management-cluster",
-            "phase3-hosted-cluster",
-            "day2-add-nodepool",
-            "day2-scale-nodepool",
-            "day2-upgrade-cluster",
-            "day2-delete-nodepool",
-            "cleanup-hosted-cluster",
-            "cleanup-shared-resources",
-        ]
-    );
-    for run in runs {
-        assert_eq!(run["status"], "succeeded", "{run}");
-    }
-    // Azure: only what was there before Phase 1.
-    let left: Vec<&str> = result["resources"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
-    let made: Vec<&&str> = left.iter().filter(|id| !seeded(id)).collect();
-    assert!(made.is_empty(), "left behind in Azure: {made:#?}");
+    assert_every_runbook_succeeded(&result);
 
-    // Kubernetes: no HostedCluster, NodePool, control-plane namespace or cluster secret. (Phase
-    // 2's operator stays: the procedure has no step that removes it.)
-    let kube = result["kube"].as_array().unwrap();
-    let of = |kind: &str| kube.iter().filter(|o| o["kind"] == kind).collect::<Vec<&Value>>();
-    assert!(of("HostedCluster").is_empty() && of("NodePool").is_empty(), "{kube:#?}");
-    assert!(!kube.iter().any(|o| o["name"] == "clusters-rehearse-hc"), "control-plane namespace: {kube:#?}");
-    assert!(!kube.iter().any(|o| o["namespace"] == "clusters-rehearse-hc"), "{kube:#?}");
-    assert!(!kube.iter().any(|o| o["namespace"] == "clusters" && o["kind"] == "Secret"), "{kube:#?}");
-    assert!(of("Deployment").iter().any(|o| o["name"] == "operator"), "the operator is still installed");
+    // External DNS is on by default: its zone, delegation and pod exist until cleanup.
+    let after_phase3 = &run_of(&result, "phase3-hosted-cluster");
+    let zones: Vec<String> = ids(&after_phase3["resources"])
+        .into_iter()
+        .map(str::to_ascii_lowercase)
+        .filter(|id| id.contains("/dnszones/"))
+        .collect();
+    assert!(zones.iter().any(|id| id.ends_with("/dnszones/rehearse.example.com")), "{zones:#?}");
+    assert!(zones.iter().any(|id| id.ends_with("/dnszones/example.com/ns/rehearse")), "{zones:#?}");
+    assert!(
+        objects(&after_phase3["kube"]).iter().any(|(kind, _, name)| kind == "Deployment" && name == "external-dns")
+    );
+
+    assert_day2_vms(&result);
+    assert_nothing_left(&result);
 
     // The summary says per phase what ran and where things are.
     let summary = result["summary"].as_array().unwrap();

@@ -261,6 +261,11 @@ pub enum Command {
         /// Who creates the signing key and OIDC issuer in Phase 1: native, or ccoctl (a stand-in acting on the sandbox)
         #[arg(long, default_value = "native", value_parser = ["native", "ccoctl"])]
         oidc_tool: String,
+        /// Take the procedure's path without External DNS: no DNS zone, delegation or External DNS
+        /// principal in Phase 1, `hypershift install` and `create cluster azure` without the
+        /// External DNS flags (the API is published through the cluster's load balancer)
+        #[arg(long)]
+        no_external_dns: bool,
         /// Keep the sandbox up after the phases, until Ctrl-C (writes sandbox.env and the kubeconfigs)
         #[arg(long)]
         serve: bool,
@@ -416,7 +421,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             bench::phase(&env, phase, dir, sandbox.options()).await
         }
         #[cfg(feature = "sandbox")]
-        Command::Rehearse { phase, dir, check_idempotent, oidc_tool, serve, sandbox } => {
+        Command::Rehearse { phase, dir, check_idempotent, oidc_tool, no_external_dns, serve, sandbox } => {
             rehearse::rehearse(
                 &env,
                 phase,
@@ -425,6 +430,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
                 sandbox.options(),
                 check_idempotent,
                 &oidc_tool,
+                !no_external_dns,
                 serve,
             )
             .await

@@ -38,14 +38,22 @@ pub fn phase_name(phase: u8) -> String {
     }
 }
 
-fn phase_vars(phase: u8, ca_file: &Path, oidc_tool: &str, workdir: &Path) -> String {
+/// Variables of Phases 1 and 2 that suit the sandbox. Phase 1 chooses the DNS strategy
+/// (`external_dns`), which Phase 3 and cleanup read from its checkpoints; Phase 2 is told the same
+/// choice, as the procedure has its administrator pick the matching `hypershift install`.
+fn phase_vars(phase: u8, rehearsal: &Rehearsal) -> String {
+    let external_dns = rehearsal.external_dns;
     match phase {
         1 => format!(
-            "prefix = \"rehearse\"\noidc_storage_account = \"rehearsaloidc\"\nexternal_dns = true\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nca_file = \"{}\"\noidc_tool = \"{oidc_tool}\"\n",
-            ca_file.display()
+            "prefix = \"rehearse\"\noidc_storage_account = \"rehearsaloidc\"\nexternal_dns = {external_dns}\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nca_file = \"{}\"\noidc_tool = \"{}\"\n",
+            rehearsal.ca_file.display(),
+            rehearsal.oidc_tool
         ),
         // The pull secret `phase_files` writes in the directory of the person running the phase.
-        2 => format!("external_dns = true\npull_secret = \"{}\"\n", workdir.join("pull-secret.json").display()),
+        2 => format!(
+            "external_dns = {external_dns}\npull_secret = \"{}\"\n",
+            rehearsal.workdir.join("pull-secret.json").display()
+        ),
         _ => String::new(),
     }
 }
@@ -71,6 +79,8 @@ pub struct Rehearsal {
     pub env: Env,
     /// `native` or `ccoctl` (the ccoctl stand-in, acting on the sandbox).
     pub oidc_tool: String,
+    /// The procedure's DNS strategy: with External DNS (its Option 1) or without (Option 2).
+    pub external_dns: bool,
 }
 
 impl Rehearsal {
@@ -108,7 +118,7 @@ impl Rehearsal {
         registry.register(Arc::new(runbook_steps::Exec::with_env(program_env(&workdir, settings)?)));
         let env =
             Env { journal_path, json: env.json, mode: env.mode, verbose: env.verbose, registry, azure, parallelism };
-        Ok(Rehearsal { sandbox, workdir, ca_file, env, oidc_tool: "native".into() })
+        Ok(Rehearsal { sandbox, workdir, ca_file, env, oidc_tool: "native".into(), external_dns: true })
     }
 
     /// Runs one phase; returns the exit, a summary for `--output json`, and the run's
@@ -117,7 +127,7 @@ impl Rehearsal {
         let vars_file = self.workdir.join(format!("{runbook}.vars.toml"));
         let text = match later_phase_vars(runbook, &self.workdir).map_err(|e| CliError::Internal(e.into()))? {
             Some(text) => text,
-            None => phase_vars(number, &self.ca_file, &self.oidc_tool, &self.workdir),
+            None => phase_vars(number, self),
         };
         runbook_files::write(&vars_file, text.as_bytes(), runbook_files::PUBLIC, runbook_files::Existing::Replace)
             .map_err(|e| CliError::Internal(e.into()))?;
@@ -148,6 +158,9 @@ impl Rehearsal {
             "phase": number, "runbook": runbook, "run_id": record.map(|r| r.id), "status": finished["status"],
             "duration_ms": finished["duration_ms"], "critical_path_ms": finished["critical_path_ms"],
             "steps": finished["counts"], "retried": retried,
+            // What Azure and the management cluster hold once this runbook is done, so each
+            // runbook's effect can be counted.
+            "resources": self.sandbox.resource_ids(), "kube": self.kube_objects(),
         });
         Ok((exit, summary, finished))
     }
@@ -465,11 +478,13 @@ pub async fn rehearse(
     options: SandboxOptions,
     check_idempotent: bool,
     oidc_tool: &str,
+    external_dns: bool,
     serve_after: bool,
 ) -> CliResult {
     let (phases, missing) = phases(phase)?;
     let mut rehearsal = Rehearsal::start(env, &base, journal.as_deref(), &options, None).await?;
     rehearsal.oidc_tool = oidc_tool.to_string();
+    rehearsal.external_dns = external_dns;
     if !env.json {
         eprintln!("rehearsing against the built-in sandbox in {}", rehearsal.workdir.display());
     }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use runbook_steps::{OutputSpec, StepContext, StepKind};
 use serde_json::Value;
@@ -23,12 +24,33 @@ fn context(dir: &Path, specs: BTreeMap<String, OutputSpec>) -> StepContext {
     }
 }
 
-/// Runs one step of `kind` with `inputs`; its outputs, or its error as text (code, request id).
+/// How the Azure SDK for Go, which the real tools are built on, retries by default
+/// (`policy.RetryOptions`): a transient failure (throttling, a 5xx, a dropped connection) is
+/// tried again up to 3 times, after the service's Retry-After or a delay from 0.8 s doubling.
+const SDK_RETRIES: u32 = 3;
+const SDK_RETRY_DELAY: Duration = Duration::from_millis(800);
+const SDK_MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+
+/// Runs one step of `kind` with `inputs`, retrying transient failures as the real tool's SDK
+/// does; its outputs, or its error as text (code, request id).
 pub async fn step(
     kind: &dyn StepKind,
     dir: &Path,
     inputs: Value,
     specs: BTreeMap<String, OutputSpec>,
 ) -> Result<serde_json::Map<String, Value>, String> {
-    kind.run(&context(dir, specs), &inputs).await.map(|o| o.outputs).map_err(|e| e.to_string())
+    let ctx = context(dir, specs);
+    let mut delay = SDK_RETRY_DELAY;
+    let mut retries = 0;
+    loop {
+        match kind.run(&ctx, &inputs).await {
+            Ok(outcome) => return Ok(outcome.outputs),
+            Err(error) if error.is_transient() && retries < SDK_RETRIES => {
+                retries += 1;
+                tokio::time::sleep(error.retry_after().unwrap_or(delay).min(SDK_MAX_RETRY_DELAY)).await;
+                delay = (delay * 2).min(SDK_MAX_RETRY_DELAY);
+            }
+            Err(error) => return Err(error.to_string()),
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! Azure for the `arm` and `graph` step kinds: settings and credentials (azure_identity), the
 //! shared HTTP pipeline (azure_core), error classification, ARM's long-running operations and
-//! ensure / get / delete / post / role-assignment actions, and Graph's applications, service
+//! ensure / get / delete / post / role-assignment / wait-gone actions, and Graph's applications, service
 //! principals and password credentials.
 
 pub mod actions;
@@ -24,6 +24,7 @@ pub mod role_assignment;
 pub mod session;
 pub mod settings;
 pub mod transport;
+pub mod wait_gone;
 pub mod whoami;
 
 pub use settings::{AzureSettings, AzureTarget, CredentialChoice, SettingsSource, is_loopback_url};
