@@ -89,6 +89,8 @@ pub(crate) struct Shared {
     pub state: Mutex<State>,
     pub faults: Mutex<FaultInjector>,
     pub log: Mutex<Vec<LoggedRequest>>,
+    /// The management cluster's API server, whose requests the request log lists too.
+    pub kube: kube::KubeHandle,
     pub endpoints: Endpoints,
     /// Signs and checks access tokens.
     pub token_key: [u8; 32],
@@ -99,6 +101,14 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn log(&self, entry: LoggedRequest) {
         self.log.lock().expect("log lock").push(entry);
+    }
+
+    /// Every request answered so far, Azure's and the management cluster's, oldest first.
+    pub(crate) fn request_log(&self) -> Vec<LoggedRequest> {
+        let mut log = self.log.lock().expect("log lock").clone();
+        log.extend(self.kube.request_log());
+        log.sort_by_key(|r| r.timestamp);
+        log
     }
 
     /// Locks the state after finishing any resource group deletions that are due.
@@ -198,6 +208,7 @@ impl Sandbox {
             config,
             state: Mutex::new(state),
             log: Mutex::new(Vec::new()),
+            kube: kube.handle(),
             endpoints,
             token_key,
             issuer_client,
@@ -318,10 +329,7 @@ impl Sandbox {
 
     /// Every request answered so far (Azure and Kubernetes), oldest first.
     pub fn request_log(&self) -> Vec<LoggedRequest> {
-        let mut log = self.shared.log.lock().expect("log lock").clone();
-        log.extend(self.kube.request_log());
-        log.sort_by_key(|r| r.timestamp);
-        log
+        self.shared.request_log()
     }
 
     /// ARM ids present now, sorted.

@@ -25,7 +25,8 @@ pub const READY_PATH: &str = "/.sandbox/ready";
 /// What exists, for tests and people checking a rehearsal from another process: ARM resource
 /// ids, and per Graph application its password credentials (names and key ids, never secrets).
 pub const STATE_PATH: &str = "/.sandbox/state";
-/// Every request answered so far by any of the services, oldest first, as JSON (method,
+/// Every request answered so far by any of the services (the management cluster's Kubernetes
+/// API included), oldest first, as JSON (method,
 /// service, path, query with SAS signatures redacted, status, error code, client id, request
 /// id, time, duration): what benchmarks count without reading a journal. Bodies are never kept.
 pub const REQUESTS_PATH: &str = "/.sandbox/requests";
@@ -110,8 +111,7 @@ async fn answer(
             &serde_json::json!({"resources": state.resource_ids(), "applications": applications}),
         )
     } else if path == REQUESTS_PATH && req.method == http::Method::GET {
-        let log = shared.log.lock().expect("log lock");
-        let requests: Vec<serde_json::Value> = log.iter().map(LoggedRequest::to_json).collect();
+        let requests: Vec<serde_json::Value> = shared.request_log().iter().map(LoggedRequest::to_json).collect();
         Reply::json(StatusCode::OK, &serde_json::json!({ "requests": requests }))
     } else {
         match draw_fault(&shared, service) {

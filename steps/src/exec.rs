@@ -61,6 +61,7 @@ impl Exec {
             // lets running steps finish (graceful cancel) unless the operator presses it twice.
             .process_group(0)
             .kill_on_drop(true);
+        die_with_the_runner(&mut command);
 
         let mut child = command.spawn().map_err(|e| {
             StepError::permanent(format!("cannot start `{}`: {e}", argv[0]))
@@ -359,6 +360,31 @@ impl Drop for ProcessGroupGuard {
         }
     }
 }
+
+/// A runner killed outright (`kill -9`, the OOM killer) cannot kill its steps' programs, so each
+/// program asks the kernel to be killed when the runner goes: a half-done `hypershift create`
+/// left running would race the step that `resume` runs again.
+#[cfg(target_os = "linux")]
+fn die_with_the_runner(command: &mut tokio::process::Command) {
+    let runner = std::process::id();
+    // SAFETY: between fork and exec the closure only makes async-signal-safe system calls
+    // (prctl, getppid) and allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The runner may have died before the request took effect.
+            if libc::getppid() as u32 != runner {
+                libc::_exit(137);
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_the_runner(_command: &mut tokio::process::Command) {}
 
 /// A bare program name is looked up in the base environment's PATH when one is set, since the
 /// spawned program's PATH does not decide where its own executable is found.

@@ -40,7 +40,6 @@ fn kill_9_mid_step_then_resume_completes_without_running_a_succeeded_step_twice(
     wait_for(&env, "long-start");
     child.kill().expect("SIGKILL"); // Child::kill sends SIGKILL on Unix
     child.wait().expect("reaped");
-    wait_for(&env, "long-end"); // the orphaned program finishes on its own
 
     // `long` is an exec step (not idempotent): resuming needs the operator's word.
     let refused = env.run(&["resume"]);
@@ -53,6 +52,10 @@ fn kill_9_mid_step_then_resume_completes_without_running_a_succeeded_step_twice(
     let log = env.log("log");
     assert_eq!(log.iter().filter(|l| *l == "before").count(), 1, "{log:?}");
     assert_eq!(log.iter().filter(|l| *l == "after").count(), 1, "{log:?}");
+    // The killed runner's program died with it (it would have ended by now otherwise): only the
+    // re-run finished.
+    assert_eq!(log.iter().filter(|l| *l == "long-start").count(), 2, "{log:?}");
+    assert_eq!(log.iter().filter(|l| *l == "long-end").count(), 1, "{log:?}");
     assert_eq!(env.step_events("step_started", "before").len(), 1, "the succeeded step never started again");
     let long = env.step_events("step_started", "long");
     assert_eq!(long.len(), 2);

@@ -5,6 +5,8 @@ mod audit_verify;
 mod az_cli;
 mod azure_flags;
 mod concurrency;
+mod crash_cleanup;
+mod crash_phase3;
 mod doctor;
 mod handoff;
 mod hypershift_standin;

@@ -82,9 +82,14 @@ impl TestEnv {
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
+        self.command_on(&self.journal(), args)
+    }
+
+    /// The binary with `args` on another journal (another person's), from this directory.
+    pub fn command_on(&self, journal: &Path, args: &[&str]) -> Command {
         let mut command = Command::new(runbook_bin());
         command
-            .args(["--journal", self.journal().to_str().expect("utf-8 path")])
+            .args(["--journal", journal.to_str().expect("utf-8 path")])
             .args(args)
             .current_dir(self.path())
             .env("RUNBOOK_USER", "tester")
@@ -202,11 +207,35 @@ impl SandboxProcess {
         self.get(runbook_sandbox::STATE_PATH)
     }
 
-    fn get(&self, path: &str) -> serde_json::Value {
+    /// What someone else does with their own credentials: DELETE over ARM, outside the runbook.
+    pub fn delete_out_of_band(&self, id: &str, api_version: &str) {
+        let s = &self.settings;
+        let client = self.client();
+        let token: serde_json::Value = client
+            .post(format!("{}{}/oauth2/v2.0/token", s["RUNBOOK_AUTHORITY_HOST"], s["AZURE_TENANT_ID"]))
+            .form(&[
+                ("client_id", s["AZURE_CLIENT_ID"].as_str()),
+                ("client_secret", s["AZURE_CLIENT_SECRET"].as_str()),
+                ("grant_type", "client_credentials"),
+                ("scope", "https://management.azure.com/.default"),
+            ])
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        let url = format!("{}{id}?api-version={api_version}", s["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/'));
+        let deleted = client.delete(url).bearer_auth(token["access_token"].as_str().unwrap()).send().unwrap();
+        assert!(deleted.status().is_success(), "{}", deleted.status());
+    }
+
+    fn client(&self) -> reqwest::blocking::Client {
         let ca = reqwest::Certificate::from_pem(&std::fs::read(self.dir.join("sandbox-ca.pem")).unwrap()).unwrap();
-        let client = reqwest::blocking::Client::builder().add_root_certificate(ca).build().unwrap();
+        reqwest::blocking::Client::builder().add_root_certificate(ca).build().unwrap()
+    }
+
+    fn get(&self, path: &str) -> serde_json::Value {
         let url = format!("{}{}", self.settings["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/'), path);
-        client.get(url).send().unwrap().json().unwrap()
+        self.client().get(url).send().unwrap().json().unwrap()
     }
 }
 
@@ -214,5 +243,252 @@ impl Drop for SandboxProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// What `sandbox.env` exports, as a map.
+fn read_settings(env_file: &Path) -> BTreeMap<String, String> {
+    std::fs::read_to_string(env_file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
+/// A rehearsal of the phases up to `phase` kept serving (`rehearse --phase N --serve`): its
+/// sandbox, and the HyperShift administrator's journal and directory (where Phase 2 onwards ran),
+/// so later runbooks run against it as processes of their own that can be killed and resumed.
+pub struct Rehearsed {
+    pub sandbox: SandboxProcess,
+    /// The HyperShift administrator's journal and working directory.
+    pub journal: PathBuf,
+    pub dir: PathBuf,
+    /// The stand-ins (`hypershift`, `ccoctl`) the rehearsal linked, first on the programs' PATH.
+    bin: PathBuf,
+}
+
+impl Rehearsed {
+    /// With the reference latencies times `latency_scale`.
+    pub fn start(env: &TestEnv, phase: u8, latency_scale: &str) -> Rehearsed {
+        let log_path = env.path().join("rehearse.log");
+        let log = std::fs::File::create(&log_path).expect("log file");
+        let phase = phase.to_string();
+        let args =
+            ["rehearse", "--phase", &phase, "--serve", "--output", "json", "--dir", "rehearsals", "--latency-scale"];
+        let mut child =
+            env.command(&args).arg(latency_scale).stdout(Stdio::piped()).stderr(log).spawn().expect("rehearse starts");
+        let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().expect("piped")));
+        let (mut result, mut serving) = (None, None);
+        while serving.is_none() {
+            let Some(Ok(line)) = lines.next() else { panic!("the rehearsal ended before serving:\n{}", log()) };
+            let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+            if value["serving"] == true {
+                serving = Some(value);
+            } else if value.get("runs").is_some() {
+                result = Some(value);
+            }
+        }
+        let (result, serving) = (result.expect("the rehearsal's result"), serving.expect("serving"));
+        for run in result["runs"].as_array().expect("runs") {
+            assert_eq!(run["status"], "succeeded", "{run}\n{}", log());
+        }
+        let env_file = PathBuf::from(serving["env_file"].as_str().expect("env_file"));
+        let first_dir = env_file.parent().expect("the rehearsal's directory").to_path_buf();
+        let to = &result["handoff"]["to"];
+        let sandbox = SandboxProcess { child, settings: read_settings(&env_file), dir: first_dir.clone() };
+        Rehearsed {
+            sandbox,
+            journal: PathBuf::from(to["journal"].as_str().expect("the second person's journal")),
+            dir: PathBuf::from(to["dir"].as_str().expect("the second person's directory")),
+            bin: first_dir.join("bin"),
+        }
+    }
+
+    /// The binary on the HyperShift administrator's journal, in their directory, pointed at the
+    /// sandbox as the rehearsal points its own runs.
+    pub fn command(&self, env: &TestEnv, args: &[&str]) -> Command {
+        let path = format!("{}:{}", self.bin.display(), std::env::var("PATH").unwrap_or_default());
+        let mut command = env.command_on(&self.journal, args);
+        command.current_dir(&self.dir).envs(&self.sandbox.settings).env("PATH", path);
+        command
+    }
+
+    /// kubectl against the management cluster (it must be installed).
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new("kubectl").args(args).envs(&self.sandbox.settings).output().expect("kubectl runs")
+    }
+
+    fn query<T: rusqlite::types::FromSql>(&self, sql: &str, runbook: &str) -> Vec<T> {
+        let db = rusqlite::Connection::open_with_flags(&self.journal, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open journal");
+        let mut statement = db.prepare(sql).expect("query");
+        statement.query_map([runbook], |row| row.get(0)).expect("rows").map(|r| r.expect("row")).collect()
+    }
+
+    /// The runs of `runbook` in the journal, oldest first.
+    pub fn runs_of(&self, runbook: &str) -> Vec<String> {
+        self.query("SELECT id FROM runs WHERE runbook = ?1 ORDER BY rowid", runbook)
+    }
+
+    /// How many step attempts of `runbook`'s runs have ended so far: how far it has got.
+    pub fn steps_finished(&self, runbook: &str) -> i64 {
+        self.query(
+            "SELECT count(*) FROM events e JOIN runs r ON e.run_id = r.id WHERE r.runbook = ?1 AND e.kind = 'step_finished'",
+            runbook,
+        )[0]
+    }
+}
+
+/// Runs runbooks and kills them with SIGKILL (the runner alone, as `kill -9 PID` does) at seeded
+/// moments, each followed by `resume` until the run succeeds. A moment is "once k step attempts
+/// have ended, d milliseconds later, or as the next one ends if that comes first", k and d drawn
+/// from the seed: the kills spread over the whole runbook, land inside steps (waits included),
+/// and always before its last two steps, so every one of them interrupts the run.
+pub struct Crasher {
+    pub seed: u64,
+    rng: rand::rngs::StdRng,
+    max_delay_ms: u64,
+    /// What each kill interrupted.
+    pub kills: Vec<String>,
+    /// Every ARM id present right after one of the kills: what existed at some moment.
+    pub resources_seen: std::collections::BTreeSet<String>,
+    attempts: usize,
+}
+
+impl Crasher {
+    /// Seeded from `RUNBOOK_CRASH_SEED` when it is set (to reproduce a failure), else at random;
+    /// the seed is printed, so a failing test's output names it.
+    pub fn new(max_delay: Duration) -> Crasher {
+        use rand::SeedableRng;
+        let seed = std::env::var("RUNBOOK_CRASH_SEED")
+            .ok()
+            .map(|s| s.parse().expect("RUNBOOK_CRASH_SEED is a number"))
+            .unwrap_or_else(rand::random);
+        eprintln!("crash seed {seed} (RUNBOOK_CRASH_SEED={seed} reproduces these kill moments)");
+        Crasher {
+            seed,
+            rng: rand::rngs::StdRng::seed_from_u64(seed),
+            max_delay_ms: max_delay.as_millis() as u64,
+            kills: Vec::new(),
+            resources_seen: Default::default(),
+            attempts: 0,
+        }
+    }
+
+    /// Runs `runbook` (`run NAME ARGS`), killing it `kills` times, and resumes it until it
+    /// succeeds; a manual gate it waits at is approved as `persona`.
+    pub fn run(
+        &mut self,
+        env: &TestEnv,
+        rehearsed: &Rehearsed,
+        runbook: &str,
+        args: &[&str],
+        kills: usize,
+        persona: &str,
+    ) {
+        use rand::Rng;
+        let mut plan_args = vec!["--output", "json", "plan", runbook];
+        plan_args.extend(args);
+        let plan = Run::from(rehearsed.command(env, &plan_args).output().expect("plan"));
+        assert_eq!(plan.code, 0, "{}", plan.all());
+        let steps =
+            plan.last_json()["steps"].as_array().expect("steps").iter().filter(|s| s["action"] == "run").count();
+        // At the latest as attempt k + 1 ends, with two steps still to run: the kill always comes
+        // before the run's end.
+        let last = (steps as i64 - 3).max(0);
+        let mut moments: Vec<(i64, u64)> = (0..kills)
+            .map(|_| (self.rng.random_range(0..=last), self.rng.random_range(0..=self.max_delay_ms)))
+            .collect();
+        moments.sort();
+        let earlier = rehearsed.runs_of(runbook);
+        let start = rehearsed.steps_finished(runbook);
+        loop {
+            let run = rehearsed.runs_of(runbook).into_iter().find(|r| !earlier.contains(r));
+            let mut command_args = match &run {
+                Some(id) => vec!["resume", id.as_str()],
+                None => vec!["run", runbook],
+            };
+            if run.is_none() {
+                command_args.extend(args);
+            }
+            self.attempts += 1;
+            let log_path = env.path().join(format!("crash-{}.log", self.attempts));
+            let log = std::fs::File::create(&log_path).expect("log file");
+            let mut child = rehearsed
+                .command(env, &["--no-progress"])
+                .args(&command_args)
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .expect("runbook starts");
+            if let Some(&(after_steps, delay_ms)) = moments.first() {
+                let ended = |child: &mut Child| child.try_wait().expect("poll").is_some();
+                while rehearsed.steps_finished(runbook) < start + after_steps && !ended(&mut child) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let reached = rehearsed.steps_finished(runbook);
+                let until = Instant::now() + Duration::from_millis(delay_ms);
+                while Instant::now() < until && !ended(&mut child) && rehearsed.steps_finished(runbook) == reached {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                if !ended(&mut child) {
+                    child.kill().expect("SIGKILL");
+                    child.wait().expect("reaped");
+                    let at = rehearsed.steps_finished(runbook) - start;
+                    self.kills.push(format!(
+                        "{runbook} ({}): after {at} step attempts + {delay_ms} ms",
+                        command_args.join(" ")
+                    ));
+                    moments.remove(0);
+                    let state = rehearsed.sandbox.state();
+                    let ids = state["resources"].as_array().into_iter().flatten().filter_map(|id| id.as_str());
+                    self.resources_seen.extend(ids.map(str::to_string));
+                    continue;
+                }
+            }
+            let code = child.wait().expect("runbook ends").code();
+            let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+            match code {
+                Some(0) if moments.is_empty() => return,
+                Some(0) => panic!(
+                    "{runbook} finished before {} more kills (seed {}; kills so far: {:#?})",
+                    moments.len(),
+                    self.seed,
+                    self.kills
+                ),
+                Some(5) => self.approve_waiting(env, rehearsed, run.as_deref(), runbook, persona),
+                other => panic!(
+                    "{} exited {other:?} (seed {}; kills so far: {:#?}):\n{}",
+                    command_args.join(" "),
+                    self.seed,
+                    self.kills,
+                    log()
+                ),
+            }
+        }
+    }
+
+    /// Approves, as `persona`, every gate the latest run of `runbook` waits at.
+    fn approve_waiting(&self, env: &TestEnv, rehearsed: &Rehearsed, run: Option<&str>, runbook: &str, persona: &str) {
+        let run = run.map(str::to_string).or_else(|| rehearsed.runs_of(runbook).pop()).expect("a run waits");
+        let status = Run::from(rehearsed.command(env, &["--output", "json", "status", &run]).output().expect("status"));
+        let states = status.last_json();
+        let waiting: Vec<String> = states["steps"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(_, state)| state["state"] == "awaiting_approval")
+            .map(|(step, _)| step.clone())
+            .collect();
+        assert!(!waiting.is_empty(), "exit 5 without a gate waiting: {}", status.all());
+        for gate in waiting {
+            let approved = rehearsed
+                .command(env, &["approve", &run, &gate])
+                .env("RUNBOOK_PERSONA", persona)
+                .output()
+                .expect("approve");
+            assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
+        }
     }
 }

@@ -14,28 +14,6 @@ fn writes(sandbox: &SandboxProcess) -> Vec<Value> {
     sandbox.requests().into_iter().filter(write).collect()
 }
 
-/// What someone else does with their own credentials: DELETE over ARM, outside the runbook.
-fn delete_out_of_band(sandbox: &SandboxProcess, id: &str, api_version: &str) {
-    let s = &sandbox.settings;
-    let ca = reqwest::Certificate::from_pem(&std::fs::read(sandbox.dir.join("sandbox-ca.pem")).unwrap()).unwrap();
-    let client = reqwest::blocking::Client::builder().add_root_certificate(ca).build().unwrap();
-    let token: Value = client
-        .post(format!("{}{}/oauth2/v2.0/token", s["RUNBOOK_AUTHORITY_HOST"], s["AZURE_TENANT_ID"]))
-        .form(&[
-            ("client_id", s["AZURE_CLIENT_ID"].as_str()),
-            ("client_secret", s["AZURE_CLIENT_SECRET"].as_str()),
-            ("grant_type", "client_credentials"),
-            ("scope", "https://management.azure.com/.default"),
-        ])
-        .send()
-        .unwrap()
-        .json()
-        .unwrap();
-    let url = format!("{}{id}?api-version={api_version}", s["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/'));
-    let deleted = client.delete(url).bearer_auth(token["access_token"].as_str().unwrap()).send().unwrap();
-    assert!(deleted.status().is_success(), "{}", deleted.status());
-}
-
 #[test]
 fn verify_finds_no_drift_without_writing_then_names_a_deleted_credential() {
     let env = TestEnv::new();
@@ -78,7 +56,7 @@ fn verify_finds_no_drift_without_writing_then_names_a_deleted_credential() {
 
     let credential: Value = env.step_events("step_finished", "federated_credential[disk-csi-fed-id-node]")[0].clone();
     let id = credential["outputs"]["id"].as_str().unwrap().to_string();
-    delete_out_of_band(&sandbox, &id, "2023-01-31");
+    sandbox.delete_out_of_band(&id, "2023-01-31");
     let writes_before = writes(&sandbox).len();
     let (code, report) = verify(&env);
     assert_eq!(code, 7, "drift exits 7: {report:#}");

@@ -31,6 +31,11 @@ impl KubeHandle {
         self.shared.store().catalog.find_qualified(resource).cloned().ok_or_else(KubeError::no_route)
     }
 
+    /// Every request the server answered so far, oldest first.
+    pub(crate) fn request_log(&self) -> Vec<crate::request_log::LoggedRequest> {
+        self.shared.log.lock().expect("log lock").clone()
+    }
+
     /// The definition a resource name resolves to (after its CRD exists, for custom ones).
     pub fn resource_def(&self, resource: &str) -> Option<ResourceDef> {
         self.resource(resource).ok()

@@ -196,7 +196,7 @@ impl KubeApiServer {
 
     /// Every request answered so far, oldest first.
     pub fn request_log(&self) -> Vec<LoggedRequest> {
-        self.shared.log.lock().expect("log lock").clone()
+        self.handle().request_log()
     }
 
     /// Stops accepting, closes connections and watches, stops the controllers.
