@@ -10,6 +10,7 @@
 //! Beside Azure, the sandbox serves the management cluster's Kubernetes API
 //! ([`kube::KubeApiServer`]) with the same certificate authority.
 
+mod accept;
 mod arm;
 mod auth;
 mod blob;

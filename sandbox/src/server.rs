@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tokio_rustls::TlsAcceptor;
 
+use crate::accept::accept_tls;
 use crate::faults::Fault;
 use crate::request_log::{LoggedRequest, Service, redact_query};
 use crate::wire::{Reply, Req, retry_after_headers};
@@ -36,21 +37,11 @@ pub(crate) async fn serve(
     acceptor: TlsAcceptor,
     service: Service,
     shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
 ) {
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            _ = shutdown.changed() => return,
-        };
-        let Ok((tcp, _peer)) = accepted else { continue };
-        let acceptor = acceptor.clone();
+    accept_tls(listener, acceptor, shutdown, move |tls| {
         let shared = shared.clone();
-        let mut conn_shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            let Ok(tls) = acceptor.accept(tcp).await else {
-                return;
-            };
+        async move {
             // Fault injection closes a connection mid-request through this.
             let kill = Arc::new(Notify::new());
             let kill_for_service = kill.clone();
@@ -64,10 +55,10 @@ pub(crate) async fn serve(
             tokio::select! {
                 _ = conn => {}
                 _ = kill.notified() => {}
-                _ = conn_shutdown.changed() => {}
             }
-        });
-    }
+        }
+    })
+    .await
 }
 
 async fn answer(

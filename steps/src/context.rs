@@ -31,7 +31,50 @@ pub struct StepContext {
     pub approval: Option<Approval>,
 }
 
+/// No templates at all: for steps run outside a runbook (the stand-ins' inner steps, tests).
+pub struct NoTemplates;
+
+impl TemplateSource for NoTemplates {
+    fn load(&self, _name: &str) -> Option<(String, String)> {
+        None
+    }
+}
+
 impl StepContext {
+    /// A first attempt in `work_dir` with no templates, secrets, declared outputs or approval;
+    /// the `with_*` methods add what a caller has.
+    pub fn new(run_id: impl Into<String>, step_id: impl Into<String>, work_dir: impl Into<PathBuf>) -> Self {
+        StepContext {
+            run_id: run_id.into(),
+            step_id: step_id.into(),
+            attempt: 1,
+            work_dir: work_dir.into(),
+            templates: Arc::new(NoTemplates),
+            cancel: CancellationToken::new(),
+            handles_secrets: false,
+            secrets: Arc::new(Vec::new()),
+            output_specs: Arc::new(std::collections::BTreeMap::new()),
+            approval: None,
+        }
+    }
+
+    pub fn with_templates(mut self, templates: Arc<dyn TemplateSource>) -> Self {
+        self.templates = templates;
+        self
+    }
+
+    /// Secrets to scrub; a step given any also writes its files 0600.
+    pub fn with_secrets(mut self, secrets: Vec<String>) -> Self {
+        self.handles_secrets = !secrets.is_empty();
+        self.secrets = Arc::new(secrets);
+        self
+    }
+
+    pub fn with_output_specs(mut self, specs: std::collections::BTreeMap<String, crate::OutputSpec>) -> Self {
+        self.output_specs = Arc::new(specs);
+        self
+    }
+
     pub fn resolve_path(&self, path: &str) -> PathBuf {
         let path = Path::new(path);
         if path.is_absolute() { path.to_path_buf() } else { self.work_dir.join(path) }

@@ -334,24 +334,7 @@ mod tests {
     }
 
     fn ctx() -> StepContext {
-        struct NoTemplates;
-        impl crate::TemplateSource for NoTemplates {
-            fn load(&self, _: &str) -> Option<(String, String)> {
-                None
-            }
-        }
-        StepContext {
-            run_id: "r".into(),
-            step_id: "s".into(),
-            attempt: 1,
-            work_dir: std::env::temp_dir(),
-            templates: std::sync::Arc::new(NoTemplates),
-            cancel: Default::default(),
-            handles_secrets: false,
-            secrets: Default::default(),
-            output_specs: Default::default(),
-            approval: None,
-        }
+        StepContext::new("r", "s", std::env::temp_dir())
     }
 
     #[test]

@@ -286,32 +286,12 @@ fn not_written(path: &Path, e: std::io::Error) -> StepError {
 #[cfg(test)]
 pub(crate) mod tests {
     use std::os::unix::fs::PermissionsExt;
-    use std::sync::Arc;
 
     use super::*;
-    use crate::TemplateSource;
-
-    struct NoTemplates;
-    impl TemplateSource for NoTemplates {
-        fn load(&self, _name: &str) -> Option<(String, String)> {
-            None
-        }
-    }
 
     /// A context whose working directory is `dir`, for the unit tests of this and the oidc kind.
     pub(crate) fn context_in(dir: &Path) -> StepContext {
-        StepContext {
-            run_id: "run".into(),
-            step_id: "step".into(),
-            attempt: 1,
-            work_dir: dir.to_path_buf(),
-            templates: Arc::new(NoTemplates),
-            cancel: tokio_util::sync::CancellationToken::new(),
-            handles_secrets: false,
-            secrets: Arc::new(Vec::new()),
-            output_specs: Arc::new(BTreeMap::new()),
-            approval: None,
-        }
+        StepContext::new("run", "step", dir)
     }
 
     fn small_pair_inputs() -> Value {

@@ -38,7 +38,7 @@ pub const PREFLIGHT_DECISIVE_CODES: &[&str] =
 pub use azure::{AzureSettings, AzureTarget, CredentialChoice, SettingsSource, is_loopback_url};
 pub use blob::{Blob, BlobAction, BlobAuth, BlobInputs, BlobPublicAccess};
 pub use checkpoint::Checkpoint;
-pub use context::{StepContext, TemplateSource, output_path_problem, template_name_problem};
+pub use context::{NoTemplates, StepContext, TemplateSource, output_path_problem, template_name_problem};
 pub use error::{ErrorClass, StepError};
 pub use exec::Exec;
 pub use gate::{Approval, Gate};

@@ -2,30 +2,20 @@
 //! sandbox's CA, tokens from its Entra endpoint through azure_identity.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use runbook_sandbox::{
     FaultModel, LatencyModel, SANDBOX_CLIENT_ID, SANDBOX_CLIENT_OBJECT_ID, SANDBOX_CLIENT_SECRET, Sandbox,
     SandboxConfig, Service,
 };
-use runbook_steps::{Arm, ErrorClass, OutputSpec, StepContext, StepError, StepKind, StepOutcome, TemplateSource};
+use runbook_steps::{Arm, ErrorClass, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const RG_API: &str = "2025-04-01";
 const MSI_API: &str = "2024-11-30";
 const STORAGE_API: &str = "2025-06-01";
 const NETWORK_API: &str = "2024-05-01";
 const CONTRIBUTOR: &str = "b24988ac-6180-42a0-ab88-20f7382dd24c";
-
-struct NoTemplates;
-
-impl TemplateSource for NoTemplates {
-    fn load(&self, _name: &str) -> Option<(String, String)> {
-        None
-    }
-}
 
 /// A running sandbox and an `arm` kind configured for it, as `rehearse` would configure it.
 struct Rig {
@@ -58,18 +48,7 @@ impl Rig {
     }
 
     async fn run_with(&self, inputs: Value, specs: BTreeMap<String, OutputSpec>) -> Result<StepOutcome, StepError> {
-        let ctx = StepContext {
-            run_id: "run-1".into(),
-            step_id: "step".into(),
-            attempt: 1,
-            work_dir: std::env::temp_dir(),
-            templates: Arc::new(NoTemplates),
-            cancel: CancellationToken::new(),
-            handles_secrets: false,
-            secrets: Arc::new(Vec::new()),
-            output_specs: Arc::new(specs),
-            approval: None,
-        };
+        let ctx = StepContext::new("run-1", "step", std::env::temp_dir()).with_output_specs(specs);
         self.arm.run(&ctx, &inputs).await
     }
 

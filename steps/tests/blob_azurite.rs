@@ -6,18 +6,16 @@
 //! Azurite comes from `npm ci` in the repository root (or `$AZURITE_BIN`); without it these
 //! tests fail rather than skip, so a green run always means the uploads really happened.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, Mac};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
-use runbook_steps::{Blob, ErrorClass, Keypair, Oidc, StepContext, StepError, StepKind, StepOutcome, TemplateSource};
+use runbook_steps::{Blob, ErrorClass, Keypair, Oidc, StepContext, StepError, StepKind, StepOutcome};
 use serde_json::{Value, json};
 use sha2::Sha256;
 
@@ -190,26 +188,8 @@ fn tampered(sas: &str) -> String {
     url.query().unwrap().to_string()
 }
 
-struct NoTemplates;
-impl TemplateSource for NoTemplates {
-    fn load(&self, _name: &str) -> Option<(String, String)> {
-        None
-    }
-}
-
 fn context(dir: &Path, secrets: Vec<String>) -> StepContext {
-    StepContext {
-        run_id: "run-1".into(),
-        step_id: "publish".into(),
-        attempt: 1,
-        work_dir: dir.to_path_buf(),
-        templates: Arc::new(NoTemplates),
-        cancel: tokio_util::sync::CancellationToken::new(),
-        handles_secrets: !secrets.is_empty(),
-        secrets: Arc::new(secrets),
-        output_specs: Arc::new(BTreeMap::new()),
-        approval: None,
-    }
+    StepContext::new("run-1", "publish", dir).with_secrets(secrets)
 }
 
 /// The discovery document and JWKS as the product writes them (keypair, then oidc), in `dir`.

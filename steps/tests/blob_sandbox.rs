@@ -5,40 +5,18 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use runbook_sandbox::{
     SANDBOX_CLIENT_ID, SANDBOX_CLIENT_OBJECT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxConfig, Service,
 };
-use runbook_steps::{
-    Arm, Blob, ErrorClass, Keypair, Oidc, OutputSpec, StepContext, StepError, StepKind, StepOutcome, TemplateSource,
-};
+use runbook_steps::{Arm, Blob, ErrorClass, Keypair, Oidc, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const STORAGE_API: &str = "2025-06-01";
 const ACCOUNT: &str = "oidcissuerblob";
 
-struct NoTemplates;
-impl TemplateSource for NoTemplates {
-    fn load(&self, _name: &str) -> Option<(String, String)> {
-        None
-    }
-}
-
 fn context(dir: &Path, specs: BTreeMap<String, OutputSpec>, secrets: Vec<String>) -> StepContext {
-    StepContext {
-        run_id: "run-1".into(),
-        step_id: "step".into(),
-        attempt: 1,
-        work_dir: dir.to_path_buf(),
-        templates: Arc::new(NoTemplates),
-        cancel: CancellationToken::new(),
-        handles_secrets: !secrets.is_empty(),
-        secrets: Arc::new(secrets),
-        output_specs: Arc::new(specs),
-        approval: None,
-    }
+    StepContext::new("run-1", "step", dir).with_output_specs(specs).with_secrets(secrets)
 }
 
 /// A sandbox with a storage account (public access allowed) and a public `oidc` container,

@@ -2,23 +2,13 @@
 //! sandbox's CA, tokens for the Graph scope from its Entra endpoint through azure_identity.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use runbook_sandbox::{FaultModel, SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxConfig, Service};
-use runbook_steps::{ErrorClass, Graph, StepContext, StepError, StepKind, StepOutcome, TemplateSource};
+use runbook_steps::{ErrorClass, Graph, StepContext, StepError, StepKind, StepOutcome};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 const GRAPH_SCOPE: &str = "https://graph.microsoft.com/.default";
-
-struct NoTemplates;
-
-impl TemplateSource for NoTemplates {
-    fn load(&self, _name: &str) -> Option<(String, String)> {
-        None
-    }
-}
 
 /// A running sandbox and a `graph` kind configured for it, as `rehearse` would configure it.
 struct Rig {
@@ -58,18 +48,7 @@ impl Rig {
 
     /// Runs a step as the engine would, as step `step_id` of run `run-1`.
     async fn run_step(&self, step_id: &str, inputs: Value) -> Result<StepOutcome, StepError> {
-        let ctx = StepContext {
-            run_id: "run-1".into(),
-            step_id: step_id.into(),
-            attempt: 1,
-            work_dir: std::env::temp_dir(),
-            templates: Arc::new(NoTemplates),
-            cancel: CancellationToken::new(),
-            handles_secrets: false,
-            secrets: Arc::new(Vec::new()),
-            output_specs: Arc::new(BTreeMap::new()),
-            approval: None,
-        };
+        let ctx = StepContext::new("run-1", step_id, std::env::temp_dir());
         self.graph.run(&ctx, &inputs).await
     }
 

@@ -2,35 +2,14 @@
 //! (so a runbook run after `sandbox up` can check the sandbox's issuer), and a TLS failure names
 //! its cause instead of a bare "error sending request".
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use runbook_sandbox::{Sandbox, SandboxConfig};
-use runbook_steps::{Http, StepContext, StepKind, TemplateSource};
+use runbook_steps::{Http, StepContext, StepKind};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
-
-struct NoTemplates;
-impl TemplateSource for NoTemplates {
-    fn load(&self, _name: &str) -> Option<(String, String)> {
-        None
-    }
-}
 
 fn context(dir: &Path) -> StepContext {
-    StepContext {
-        run_id: "run-1".into(),
-        step_id: "check".into(),
-        attempt: 1,
-        work_dir: dir.to_path_buf(),
-        templates: Arc::new(NoTemplates),
-        cancel: CancellationToken::new(),
-        handles_secrets: false,
-        secrets: Arc::new(Vec::new()),
-        output_specs: Arc::new(BTreeMap::new()),
-        approval: None,
-    }
+    StepContext::new("run-1", "check", dir)
 }
 
 #[tokio::test]

@@ -7,17 +7,8 @@ use std::time::Duration;
 
 use runbook_sandbox::kube::{KubeApiConfig, KubeApiServer, RESTRICTED_NAMESPACE, RESTRICTED_USER};
 use runbook_sandbox::{FaultModel, LoggedRequest};
-use runbook_steps::{ErrorClass, Kube, OutputSpec, StepContext, StepError, StepKind, StepOutcome, TemplateSource};
+use runbook_steps::{ErrorClass, Kube, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
-
-struct NoTemplates;
-
-impl TemplateSource for NoTemplates {
-    fn load(&self, _name: &str) -> Option<(String, String)> {
-        None
-    }
-}
 
 /// A running API server and a `kube` kind pointed at its kubeconfig through KUBECONFIG.
 struct Rig {
@@ -41,18 +32,7 @@ impl Rig {
     }
 
     async fn run_with(&self, inputs: Value, specs: BTreeMap<String, OutputSpec>) -> Result<StepOutcome, StepError> {
-        let ctx = StepContext {
-            run_id: "run-1".into(),
-            step_id: "step".into(),
-            attempt: 1,
-            work_dir: self.dir.path().to_path_buf(),
-            templates: Arc::new(NoTemplates),
-            cancel: CancellationToken::new(),
-            handles_secrets: false,
-            secrets: Arc::new(Vec::new()),
-            output_specs: Arc::new(specs),
-            approval: None,
-        };
+        let ctx = StepContext::new("run-1", "step", self.dir.path()).with_output_specs(specs);
         self.kube.run(&ctx, &inputs).await
     }
 

@@ -3,13 +3,12 @@
 //! the JWKS found by following the discovery document served at the issuer URL, the way Entra ID
 //! validates a hosted cluster's service-account tokens.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use runbook_steps::{Keypair, Oidc, StepContext, StepKind, StepOutcome, TemplateSource};
+use runbook_steps::{Keypair, Oidc, StepContext, StepKind, StepOutcome};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -27,26 +26,8 @@ struct ServiceAccountClaims {
     exp: u64,
 }
 
-struct NoTemplates;
-impl TemplateSource for NoTemplates {
-    fn load(&self, _name: &str) -> Option<(String, String)> {
-        None
-    }
-}
-
 fn context_in(dir: &Path) -> StepContext {
-    StepContext {
-        run_id: "run".into(),
-        step_id: "step".into(),
-        attempt: 1,
-        work_dir: dir.to_path_buf(),
-        templates: Arc::new(NoTemplates),
-        cancel: tokio_util::sync::CancellationToken::new(),
-        handles_secrets: false,
-        secrets: Arc::new(Vec::new()),
-        output_specs: Arc::new(BTreeMap::new()),
-        approval: None,
-    }
+    StepContext::new("run", "step", dir)
 }
 
 fn output(outcome: &StepOutcome, name: &str) -> String {

@@ -10,18 +10,9 @@ use runbook_steps::{OutputSpec, StepContext, StepKind};
 use serde_json::Value;
 
 fn context(dir: &Path, specs: BTreeMap<String, OutputSpec>) -> StepContext {
-    StepContext {
-        run_id: "standin".into(),
-        step_id: "standin".into(),
-        attempt: 1,
-        work_dir: dir.to_path_buf(),
-        templates: Arc::new(crate::bundled::Templates { dir: None }),
-        cancel: Default::default(),
-        handles_secrets: false,
-        secrets: Default::default(),
-        output_specs: Arc::new(specs),
-        approval: None,
-    }
+    StepContext::new("standin", "standin", dir)
+        .with_templates(Arc::new(crate::bundled::Templates { dir: None }))
+        .with_output_specs(specs)
 }
 
 /// How the Azure SDK for Go, which the real tools are built on, retries by default

@@ -101,17 +101,7 @@ impl KubeHandle {
         merge: Value,
         manager: &str,
     ) -> Result<Value, KubeError> {
-        let res = self.resource(resource)?;
-        objects::patch(
-            &mut self.shared.store(),
-            &res,
-            namespace,
-            name,
-            Part::Main,
-            &Patch::Merge(merge),
-            &WriteOptions::manager(manager),
-        )
-        .map(|(o, _)| o)
+        self.merge_patch(resource, namespace, name, merge, manager, false)
     }
 
     /// A merge patch of the status subresource (what controllers write).
@@ -123,8 +113,21 @@ impl KubeHandle {
         merge: Value,
         manager: &str,
     ) -> Result<Value, KubeError> {
+        self.merge_patch(resource, namespace, name, merge, manager, true)
+    }
+
+    fn merge_patch(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        name: &str,
+        merge: Value,
+        manager: &str,
+        status: bool,
+    ) -> Result<Value, KubeError> {
         let res = self.resource(resource)?;
-        let part = if res.status_subresource { Part::Status } else { Part::Main };
+        // A resource without a status subresource keeps its status in the main object.
+        let part = if status && res.status_subresource { Part::Status } else { Part::Main };
         objects::patch(
             &mut self.shared.store(),
             &res,

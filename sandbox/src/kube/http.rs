@@ -24,6 +24,7 @@ use super::objects::{self, DeleteOptions, ListQuery, Part, ScaleChange, WriteOpt
 use super::patch::Patch;
 use super::selectors::{FieldSelector, LabelSelector};
 use super::{KubeShared, discovery, openapi, protobuf, tables, watch};
+use crate::accept::accept_tls;
 use crate::faults::Fault;
 use crate::request_log::{LoggedRequest, Service};
 use crate::wire::Req;
@@ -123,33 +124,24 @@ pub(crate) async fn serve(
     listener: TcpListener,
     acceptor: TlsAcceptor,
     shared: Arc<KubeShared>,
-    mut shutdown: signal::Receiver<bool>,
+    shutdown: signal::Receiver<bool>,
 ) {
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            _ = shutdown.changed() => return,
-        };
-        let Ok((tcp, _peer)) = accepted else { continue };
-        let acceptor = acceptor.clone();
+    let watch_shutdown = shutdown.clone();
+    accept_tls(listener, acceptor, shutdown, move |tls| {
         let shared = shared.clone();
-        let mut conn_shutdown = shutdown.clone();
-        let watch_shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            let Ok(tls) = acceptor.accept(tcp).await else { return };
+        let watch_shutdown = watch_shutdown.clone();
+        async move {
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let shared = shared.clone();
                 let stop = watch_shutdown.clone();
                 async move { answer(shared, req, stop).await }
             });
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            let conn = builder.serve_connection(TokioIo::new(tls), svc);
-            tokio::select! {
-                _ = conn => {}
-                _ = conn_shutdown.changed() => {}
-            }
-        });
-    }
+            // An error ends this connection only; the listener goes on.
+            let _ = builder.serve_connection(TokioIo::new(tls), svc).await;
+        }
+    })
+    .await
 }
 
 /// The reason the service future fails: hyper then drops the connection unanswered.
