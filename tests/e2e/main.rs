@@ -4,6 +4,7 @@ mod approval;
 mod audit_verify;
 mod az_cli;
 mod azure_flags;
+mod azure_target;
 mod concurrency;
 mod crash_cleanup;
 mod crash_phase3;

@@ -55,6 +55,7 @@ fn prepare(
     journal: Option<&Journal>,
     run_id: &str,
     work_dir: &std::path::Path,
+    target: &AzureTarget,
 ) -> CliResult<Prepared> {
     let values = vars::resolve(&runbook, inputs).map_err(CliError::Problems)?;
     let required = if runbook.file.requires.is_empty() {
@@ -76,7 +77,7 @@ fn prepare(
                     .with_hint("run the earlier runbooks first with the same --journal, or import their hand-off"),
             ])
         })?;
-        match plan::load_required(journal, &runbook)? {
+        match plan::load_required(journal, &runbook, target)? {
             Ok(values) => values,
             Err(missing) => {
                 return Err(CliError::user_hint(
@@ -198,10 +199,10 @@ pub async fn plan(env: &Env, name: &str, var_args: &VarArgs, fresh: bool, rerun:
         journal.ensure_intact()?;
     }
     let work_dir = std::env::current_dir().map_err(|e| CliError::Internal(e.into()))?;
-    let prepared = prepare(runbook, &inputs, journal.as_deref(), "(planned)", &work_dir)?;
+    let prepared = prepare(runbook, &inputs, journal.as_deref(), "(planned)", &work_dir, &env.azure.target())?;
     preflight(env, &prepared, &work_dir).await?;
     let prior = match &journal {
-        Some(j) if !fresh => plan::load_prior(j, prepared.runbook.name(), None, false)?,
+        Some(j) if !fresh => plan::load_prior(j, prepared.runbook.name(), None, false)?.acting_on(env.azure.target()),
         _ => Prior::default(),
     };
     let rows = predict(&prepared, &prior, journal.as_deref(), &rerun_set(rerun), &work_dir);
@@ -394,14 +395,15 @@ pub async fn run(
     if let Some(journal) = &existing {
         journal.ensure_intact()?;
     }
-    let prepared = prepare(runbook, &inputs, existing.as_deref(), &run_id, &work_dir)?;
+    let prepared = prepare(runbook, &inputs, existing.as_deref(), &run_id, &work_dir, &env.azure.target())?;
     preflight(env, &prepared, &work_dir).await?;
     std::fs::create_dir_all(&work_dir)
         .map_err(|e| CliError::user(format!("cannot create workdir `{}`: {e}", work_dir.display())))?;
 
     let journal = env.open_journal()?;
     let _lock = journal.lock(&who::holder(&run_id, &format!("run {}", prepared.runbook.name())))?;
-    let prior = plan::load_prior(&journal, prepared.runbook.name(), Some(&run_id), fresh)?;
+    let prior =
+        plan::load_prior(&journal, prepared.runbook.name(), Some(&run_id), fresh)?.acting_on(env.azure.target());
     check_interrupted(&prepared, &prior, rerun)?;
     let writer = journal.writer()?;
     let record_vars = run_record_vars(env, &prepared, &journal, &inputs, &origin, &work_dir, fresh);
@@ -453,10 +455,11 @@ pub async fn resume(env: &Env, run: Option<&str>, raw_vars: &[String], rerun: &R
     let inputs = VarInputs { file: record.vars["file"].as_str().map(PathBuf::from), overrides };
     let work_dir = PathBuf::from(record.vars["workdir"].as_str().unwrap_or("."));
     let fresh = record.vars["fresh"].as_bool().unwrap_or(false);
-    let prepared = prepare(runbook, &inputs, Some(&journal), &record.id, &work_dir)?;
+    let prepared = prepare(runbook, &inputs, Some(&journal), &record.id, &work_dir, &env.azure.target())?;
 
     let _lock = journal.lock(&who::holder(&record.id, &format!("resume {}", prepared.runbook.name())))?;
-    let prior = plan::load_prior(&journal, prepared.runbook.name(), Some(&record.id), fresh)?;
+    let prior =
+        plan::load_prior(&journal, prepared.runbook.name(), Some(&record.id), fresh)?.acting_on(env.azure.target());
     check_interrupted(&prepared, &prior, rerun)?;
     let approvals = engine::approvals_from(&journal.events_for_run(&record.id)?);
     let writer = journal.writer()?;

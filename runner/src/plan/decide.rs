@@ -48,7 +48,10 @@ pub fn decide<'a>(
     }
     match prior.done.get(instance) {
         None => Decision::Run("it has not run before".into()),
-        Some(done) if done.digest == digest => Decision::Reuse(done),
+        Some(done) if done.digest == digest => match prior.made_elsewhere(done) {
+            Some(why) => Decision::Run(why),
+            None => Decision::Reuse(done),
+        },
         Some(done) => Decision::Run(match changed_inputs(&done.input_digests, input_digests) {
             changed if changed.is_empty() => format!("its definition changed since run {}", done.run_id),
             changed => format!("since run {}{changed}", done.run_id),
@@ -84,6 +87,7 @@ mod tests {
             input_digests: digests(argv),
             outputs: Map::new(),
             kind: "exec".into(),
+            made_on: None,
         }
     }
 

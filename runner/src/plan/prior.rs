@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use runbook_journal::{
     EventData, HANDOFF_IMPORTED, Journal, RUN_CREATED, STEP_FINISHED, STEP_SKIPPED, STEP_STARTED, StepStatus,
 };
+use runbook_steps::AzureTarget;
 use serde_json::{Map, Value};
 
 use crate::model::Runbook;
@@ -18,6 +19,8 @@ pub struct Done {
     pub input_digests: Map<String, Value>,
     pub outputs: Map<String, Value>,
     pub kind: String,
+    /// The Azure the run that did (or reused) it acted on; None for runs journaled without one.
+    pub made_on: Option<AzureTarget>,
 }
 
 #[derive(Clone, Debug)]
@@ -38,6 +41,34 @@ pub struct Prior {
     pub interrupted: HashMap<String, Attempt>,
     /// Highest attempt number per instance within the run being resumed.
     pub attempts_in_run: HashMap<String, u32>,
+    /// The Azure this run acts on: work done against another one is not reused.
+    pub acting_on: Option<AzureTarget>,
+}
+
+impl Prior {
+    /// The history as seen by a run acting on `target`.
+    pub fn acting_on(mut self, target: AzureTarget) -> Prior {
+        self.acting_on = Some(target);
+        self
+    }
+
+    /// Why `done` does not stand for this run's Azure, if it does not.
+    pub fn made_elsewhere(&self, done: &Done) -> Option<String> {
+        let (Some(now), Some(made_on)) = (&self.acting_on, &done.made_on) else { return None };
+        (!made_on.same_azure(now)).then(|| {
+            format!(
+                "done in run {} against {}, and this run acts on {}",
+                done.run_id,
+                made_on.describe(),
+                now.describe()
+            )
+        })
+    }
+}
+
+/// The Azure a run acted on, as its record journaled it.
+fn run_target(vars: &Value) -> Option<AzureTarget> {
+    serde_json::from_value(vars.get("azure")?.clone()).ok()
 }
 
 /// Reads the journal's history of `runbook`, in one verified pass over the journal: if it does
@@ -49,7 +80,7 @@ pub fn load_prior(
     current_run: Option<&str>,
     only_run: bool,
 ) -> anyhow::Result<Prior> {
-    let mut runs: HashSet<String> = HashSet::new();
+    let mut runs: HashMap<String, Option<AzureTarget>> = HashMap::new();
     let mut prior = Prior::default();
     let mut pending: HashMap<(String, String, u32), Attempt> = HashMap::new();
     journal.read_verified(|row| {
@@ -58,13 +89,13 @@ pub fn load_prior(
             if let EventData::RunCreated(run) = row.decode()?
                 && run.runbook == runbook
             {
-                runs.insert(run.id);
+                runs.insert(run.id, run_target(&run.vars));
             }
             return Ok(());
         }
         // A hand-off imported from another person's journal publishes its checkpoints here as
         // if they had run locally; nothing else of that runbook's history comes along.
-        if row.kind == HANDOFF_IMPORTED && !only_run && runs.contains(row.run_id) {
+        if row.kind == HANDOFF_IMPORTED && !only_run && runs.contains_key(row.run_id) {
             if let EventData::HandoffImported(imported) = row.decode()? {
                 for (checkpoint, outputs) in &imported.checkpoints {
                     let done = Done {
@@ -73,6 +104,7 @@ pub fn load_prior(
                         input_digests: Map::new(),
                         outputs: unseal_outputs(journal, outputs.as_object()),
                         kind: "checkpoint".into(),
+                        made_on: runs[row.run_id].clone(),
                     };
                     prior.failed.remove(checkpoint);
                     prior.done.insert(checkpoint.clone(), done);
@@ -82,7 +114,7 @@ pub fn load_prior(
         }
         if !matches!(row.kind, STEP_STARTED | STEP_FINISHED | STEP_SKIPPED)
             || (only_run && Some(row.run_id) != current_run)
-            || !runs.contains(row.run_id)
+            || !runs.contains_key(row.run_id)
         {
             return Ok(());
         }
@@ -115,6 +147,7 @@ pub fn load_prior(
                         input_digests,
                         outputs: unseal_outputs(journal, finished.outputs.as_ref()),
                         kind: finished.kind,
+                        made_on: runs[row.run_id].clone(),
                     };
                     prior.done.insert(instance, done);
                 } else {
@@ -136,6 +169,7 @@ pub fn load_prior(
                     input_digests: skipped.input_digests,
                     outputs: unseal_outputs(journal, Some(&skipped.outputs)),
                     kind: skipped.kind,
+                    made_on: runs[row.run_id].clone(),
                 };
                 prior.done.insert(instance, done);
             }
@@ -219,23 +253,38 @@ pub fn required_secrets(journal: &Journal, runbook: &Runbook) -> anyhow::Result<
 pub type RequiredValues = BTreeMap<(String, String), Value>;
 
 /// Values this runbook requires from earlier runbooks: the latest checkpoint outputs journaled
-/// by each. Every missing one is reported, with the runbook to run first.
-pub fn load_required(journal: &Journal, runbook: &Runbook) -> anyhow::Result<Result<RequiredValues, Vec<String>>> {
+/// by each against the Azure this run acts on (`target`). Every missing one is reported, with
+/// the runbook to run first.
+pub fn load_required(
+    journal: &Journal,
+    runbook: &Runbook,
+    target: &AzureTarget,
+) -> anyhow::Result<Result<RequiredValues, Vec<String>>> {
     let mut values = RequiredValues::new();
     let mut missing = Vec::new();
     for (alias, requirement) in &runbook.file.requires {
-        let prior = load_prior(journal, &requirement.runbook, None, false)?;
+        let prior = load_prior(journal, &requirement.runbook, None, false)?.acting_on(target.clone());
         let mut checkpoints: Vec<&Done> = prior.done.values().filter(|d| d.kind == "checkpoint").collect();
         checkpoints.sort_by(|a, b| a.run_id.cmp(&b.run_id));
+        let (here, elsewhere): (Vec<&Done>, Vec<&Done>) =
+            checkpoints.into_iter().partition(|d| prior.made_elsewhere(d).is_none());
         for output in &requirement.outputs {
-            match checkpoints.iter().rev().find_map(|d| d.outputs.get(output)) {
+            match here.iter().rev().find_map(|d| d.outputs.get(output)) {
                 Some(value) => {
                     values.insert((alias.clone(), output.clone()), value.clone());
                 }
-                None => missing.push(format!(
-                    "`{alias}.{output}`: no checkpoint of runbook `{}` in this journal has published it; run `{}` first (or import its hand-off)",
-                    requirement.runbook, requirement.runbook
-                )),
+                None => match elsewhere.iter().rev().find(|d| d.outputs.contains_key(output)) {
+                    Some(other) => missing.push(format!(
+                        "`{alias}.{output}`: runbook `{}` published it only in runs against another Azure ({}); run `{}` against this one first",
+                        requirement.runbook,
+                        prior.made_elsewhere(other).unwrap_or_default(),
+                        requirement.runbook
+                    )),
+                    None => missing.push(format!(
+                        "`{alias}.{output}`: no checkpoint of runbook `{}` in this journal has published it; run `{}` first (or import its hand-off)",
+                        requirement.runbook, requirement.runbook
+                    )),
+                },
             }
         }
         for output in &requirement.optional {

@@ -120,6 +120,8 @@ impl SettingsSource {
             graph_endpoint: self.var(GRAPH_ENDPOINT_VAR).unwrap_or_else(|| DEFAULT_GRAPH_ENDPOINT.into()),
             credential,
             sandbox_instance,
+            tenant: self.var("AZURE_TENANT_ID"),
+            subscription: self.var("AZURE_SUBSCRIPTION_ID"),
         }
     }
 
@@ -147,6 +149,12 @@ pub struct AzureTarget {
     /// Under the sandbox credential, `sha256:<hex>` of the CA it trusts (RUNBOOK_CA_FILE): every
     /// sandbox generates its own CA, so this names the instance (its ports may be reused).
     pub sandbox_instance: Option<String>,
+    /// AZURE_TENANT_ID and AZURE_SUBSCRIPTION_ID when set (absent from runs journaled before
+    /// they were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription: Option<String>,
 }
 
 impl AzureTarget {
@@ -154,13 +162,39 @@ impl AzureTarget {
         self.credential == "sandbox"
     }
 
-    /// How it is named to a person: the credential and where ARM is.
+    /// Whether work done against `other` stands for this Azure: the same sandbox instance, or
+    /// for real Azure the same cloud endpoints and (where both are known) the same tenant and
+    /// subscription. How one signs in does not matter.
+    pub fn same_azure(&self, other: &AzureTarget) -> bool {
+        if self.is_sandbox() || other.is_sandbox() {
+            return self.is_sandbox() && other.is_sandbox() && self.sandbox_instance == other.sandbox_instance;
+        }
+        let agree = |a: &Option<String>, b: &Option<String>| match (a, b) {
+            (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+            _ => true,
+        };
+        self.arm_endpoint == other.arm_endpoint
+            && self.authority_host == other.authority_host
+            && self.graph_endpoint == other.graph_endpoint
+            && agree(&self.tenant, &other.tenant)
+            && agree(&self.subscription, &other.subscription)
+    }
+
+    /// How it is named to a person: the credential and where ARM is, with the tenant and
+    /// subscription when known.
     pub fn describe(&self) -> String {
         if self.is_sandbox() {
-            format!("the built-in sandbox at {}", self.arm_endpoint)
-        } else {
-            format!("{} with the `{}` credential", self.arm_endpoint, self.credential)
+            return format!("the built-in sandbox at {}", self.arm_endpoint);
         }
+        let mut scope = Vec::new();
+        if let Some(tenant) = &self.tenant {
+            scope.push(format!("tenant {tenant}"));
+        }
+        if let Some(subscription) = &self.subscription {
+            scope.push(format!("subscription {subscription}"));
+        }
+        let scope = if scope.is_empty() { String::new() } else { format!(" ({})", scope.join(", ")) };
+        format!("{}{scope} with the `{}` credential", self.arm_endpoint, self.credential)
     }
 }
 
