@@ -288,7 +288,8 @@ pub fn load_required(
             }
         }
         for output in &requirement.optional {
-            let value = checkpoints.iter().rev().find_map(|d| d.outputs.get(output)).cloned().unwrap_or(Value::Null);
+            // Optional values too come only from work done against this run's Azure.
+            let value = here.iter().rev().find_map(|d| d.outputs.get(output)).cloned().unwrap_or(Value::Null);
             values.insert((alias.clone(), output.clone()), value);
         }
     }
