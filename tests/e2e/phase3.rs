@@ -1,7 +1,7 @@
 //! Phase 3 (the hosted cluster): what `plan` decides from Phase 1's journaled values before
 //! anything runs.
 
-use crate::support::TestEnv;
+use crate::support::{Run, TestEnv};
 
 const PHASE3: &str = "phase3-hosted-cluster";
 
@@ -30,18 +30,55 @@ fn plan_before_phase1_names_every_missing_value_and_its_runbook() {
     assert_eq!(env.events().len(), before, "plan wrote to the journal");
 }
 
+/// `runbook plan ARGS` acting on the Azure Phase 1 was rehearsed against: the rehearsal's
+/// sandbox, named by its CA (the sandbox itself is gone, so nothing answers at its endpoints).
+fn plan_as_rehearsal(env: &TestEnv, args: &[&str]) -> Run {
+    let created = env.events().into_iter().find(|(kind, ..)| kind == "run_created").expect("Phase 1 ran");
+    let azure = &created.3["vars"]["azure"];
+    let workdir = created.3["vars"]["workdir"].as_str().expect("the rehearsal's directory");
+    let mut command = env.command(&[&["plan", PHASE3], args].concat());
+    command
+        .env("RUNBOOK_AZURE_CREDENTIAL", "sandbox")
+        .env("RUNBOOK_CA_FILE", std::path::Path::new(workdir).join("sandbox-ca.pem"))
+        .env("RUNBOOK_ARM_ENDPOINT", azure["arm_endpoint"].as_str().unwrap())
+        .env("RUNBOOK_AUTHORITY_HOST", azure["authority_host"].as_str().unwrap())
+        .env("RUNBOOK_GRAPH_ENDPOINT", azure["graph_endpoint"].as_str().unwrap());
+    let output = command.output().expect("runbook starts");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn plan_against_another_azure_than_phase1s_names_each_value_and_where_it_was_made() {
+    let env = after_phase1();
+    let before = env.events().len();
+    // Phase 1 was rehearsed against a sandbox: its values do not stand for this (default) Azure,
+    // at plan as at run.
+    let out = env.run(&["plan", PHASE3]);
+    assert_eq!(out.code, 2, "{}", out.all());
+    for value in ["phase1.oidc_issuer_url", "phase1.workload_identities_file", "phase1.azure_credentials_file"] {
+        assert!(out.stderr.contains(&format!("`{value}`")), "{value} not named:\n{}", out.stderr);
+    }
+    assert!(out.stderr.contains("only in runs against another Azure"), "{}", out.stderr);
+    assert!(out.stderr.contains("the built-in sandbox"), "{}", out.stderr);
+    assert_eq!(env.events().len(), before, "plan wrote to the journal");
+}
+
 #[test]
 fn marketplace_values_are_all_four_or_none_and_the_generation_is_checked_at_plan() {
     let env = after_phase1();
     let before = env.events().len();
 
     let partial =
-        env.run(&["plan", PHASE3, "--var", "marketplace_publisher=azureopenshift", "--var", "marketplace_sku=aro_419"]);
+        plan_as_rehearsal(&env, &["--var", "marketplace_publisher=azureopenshift", "--var", "marketplace_sku=aro_419"]);
     assert_eq!(partial.code, 2, "{}", partial.all());
     assert!(partial.stderr.contains("phase3-hosted-cluster.toml:"), "names the runbook's line: {}", partial.stderr);
     assert!(partial.stderr.contains("all four or none"), "{}", partial.stderr);
 
-    let generation = env.run(&["plan", PHASE3, "--var", "image_generation=gen2"]);
+    let generation = plan_as_rehearsal(&env, &["--var", "image_generation=gen2"]);
     assert_eq!(generation.code, 2, "{}", generation.all());
     assert!(generation.stderr.contains("image_generation"), "{}", generation.stderr);
 
@@ -61,9 +98,7 @@ fn marketplace_values_are_all_four_or_none_and_the_generation_is_checked_at_plan
             "image_generation=Gen2",
         ],
     ] {
-        let mut args = vec!["plan", PHASE3];
-        args.extend(pattern.iter());
-        let out = env.run(&args);
+        let out = plan_as_rehearsal(&env, &pattern);
         assert_eq!(out.code, 0, "{pattern:?}: {}", out.all());
         // Phase 1 ran with External DNS: the External DNS form of create runs, the other is skipped.
         let create =

@@ -84,6 +84,12 @@ pub fn import(env: &Env, args: &ImportArgs) -> CliResult {
             if f["secret"] == json!(true) { " (0600)" } else { "" }
         ));
     }
+    for target in made_on(&handoff) {
+        text.push_str(&format!(
+            "made against {}: runs acting on another Azure will not use these values\n",
+            target.describe()
+        ));
+    }
     if !handoff.omitted_secrets.is_empty() {
         text.push_str(&format!("left out by the exporter: {}\n", handoff.omitted_secrets.join(", ")));
     }
@@ -93,6 +99,19 @@ pub fn import(env: &Env, args: &ImportArgs) -> CliResult {
                 "signer": signer, "files": files, "omitted_secrets": handoff.omitted_secrets, "provenance": handoff.provenance }),
     );
     Ok(Exit::Ok)
+}
+
+/// The Azure (one each) the exporter's runs acted on, as the signed file names them.
+fn made_on(handoff: &Handoff) -> Vec<runbook_steps::AzureTarget> {
+    let mut targets: Vec<runbook_steps::AzureTarget> = Vec::new();
+    for run in handoff.provenance.runs.values() {
+        if let Some(target) = run.get("azure").and_then(|a| serde_json::from_value(a.clone()).ok())
+            && !targets.contains(&target)
+        {
+            targets.push(target);
+        }
+    }
+    targets
 }
 
 /// Checks and takes `args.file` into the journal at `journal_path` (created if missing, and

@@ -333,8 +333,9 @@ fn run_record_vars(
 }
 
 /// A run made against the built-in sandbox can only go on against that same sandbox instance,
-/// and a run made against Azure never against a sandbox: checked before anything is sent, so a
-/// resume never falls back to another credential (the default one reaches real Azure).
+/// a run made against Azure never against a sandbox, nor against another tenant, subscription or
+/// cloud: checked before anything is sent, so a resume never falls back to another credential
+/// (the default one reaches real Azure).
 fn check_same_azure(env: &Env, record: &runbook_journal::RunRecord) -> CliResult<()> {
     let Ok(made_on) = serde_json::from_value::<AzureTarget>(record.vars["azure"].clone()) else {
         return Ok(());
@@ -360,6 +361,18 @@ fn check_same_azure(env: &Env, record: &runbook_journal::RunRecord) -> CliResult
                 now.describe()
             ),
             "resume it with the Azure settings it was made with; rehearse in a journal of its own",
+        ));
+    }
+    // Another tenant, subscription or cloud: the run's finished steps did their work elsewhere.
+    if !made_on.same_azure(&now) {
+        return Err(CliError::user_hint(
+            format!(
+                "run {} was made against {}, and this resume would act on {}",
+                record.id,
+                made_on.describe(),
+                now.describe()
+            ),
+            "resume it with the Azure settings it was made with, or start a new run (`runbook run`) against this one",
         ));
     }
     Ok(())

@@ -104,7 +104,13 @@ pub fn load_prior(
                         input_digests: Map::new(),
                         outputs: unseal_outputs(journal, outputs.as_object()),
                         kind: "checkpoint".into(),
-                        made_on: runs[row.run_id].clone(),
+                        // Done where the exporter's run acted, not where it was imported.
+                        made_on: imported
+                            .provenance
+                            .runs
+                            .get(checkpoint)
+                            .and_then(run_target)
+                            .or_else(|| runs[row.run_id].clone()),
                     };
                     prior.failed.remove(checkpoint);
                     prior.done.insert(checkpoint.clone(), done);
