@@ -312,3 +312,67 @@ inputs.argv = ["{stepper}", "print", "${steps.via-env.derived}"]
     assert!(out.stderr.contains("inputs.env"), "it suggests env:\n{}", out.stderr);
     assert_eq!(out.stderr.matches("warning").count(), 2, "no warning for the secret given in env:\n{}", out.stderr);
 }
+
+/// A secret with characters JSON escapes, as a service would send it inside a JSON body.
+const ANSWERED: &str = r#"Answered-"Secret"\Value-7919"#;
+
+/// An HTTP server on loopback answering every request with `body`, until the test ends.
+fn answering(body: String) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/token", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// The http kind keeps the body's tail as evidence: a secret output taken from the body is
+/// scrubbed from it, in the body's own (JSON-escaped) spelling too.
+#[test]
+fn a_secret_output_of_an_http_check_is_scrubbed_from_its_body_tail() {
+    let env = TestEnv::new();
+    let url = answering(serde_json::json!({ "token": ANSWERED, "kind": "bearer" }).to_string());
+    let runbook = env.write(
+        "http.toml",
+        &format!(
+            r#"
+[runbook]
+name = "http-secret"
+
+[[steps]]
+id = "fetch"
+kind = "http"
+inputs.url = "{url}"
+outputs.token = {{ json_pointer = "/token", secret = true }}
+
+[[steps]]
+id = "file"
+kind = "template"
+inputs.inline = "{{{{token}}}}"
+inputs.path = "out/token.txt"
+inputs.values = {{ token = "${{steps.fetch.token}}" }}
+"#
+        ),
+    );
+    let run = env.run(&["run", runbook.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.all());
+    let mut printed = run.all();
+    printed.push_str(&inspect_everything(&env, &[&["get", "fetch.token"]]));
+    let evidence = &env.step_events("step_finished", "fetch")[0]["evidence"];
+    let tail = evidence["body_tail"].as_str().unwrap();
+    assert!(tail.contains("<redacted>") && tail.contains("bearer"), "{evidence}");
+    let escaped = serde_json::to_string(ANSWERED).unwrap();
+    let escaped = &escaped[1..escaped.len() - 1];
+    assert_kept_secret(&env, &[ANSWERED, escaped], &printed);
+    assert_eq!(std::fs::read_to_string(env.path().join("out/token.txt")).unwrap(), ANSWERED);
+}

@@ -22,9 +22,18 @@ pub fn secret_texts(value: &Value) -> Vec<String> {
     }
 }
 
+/// A secret as written and, when it differs, as it appears inside a JSON string (a response
+/// body or a program's JSON output escapes quotes, backslashes and control characters), so an
+/// escaped copy in evidence is scrubbed too.
+fn spellings(secret: String) -> Vec<String> {
+    let quoted = serde_json::to_string(&secret).expect("a string serializes");
+    let escaped = quoted[1..quoted.len() - 1].to_string();
+    if escaped == secret { vec![secret] } else { vec![secret, escaped] }
+}
+
 impl Redactor {
     pub fn new(secrets: impl IntoIterator<Item = String>) -> Self {
-        let mut secrets: Vec<String> = secrets.into_iter().filter(|s| !s.is_empty()).collect();
+        let mut secrets: Vec<String> = secrets.into_iter().flat_map(spellings).filter(|s| !s.is_empty()).collect();
         // Longest first, so a secret containing another is replaced whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         secrets.dedup();
@@ -39,10 +48,12 @@ impl Redactor {
     }
 
     pub fn add(&mut self, secret: String) {
-        if !secret.is_empty() && !self.secrets.contains(&secret) {
-            self.secrets.push(secret);
-            self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        for spelling in spellings(secret) {
+            if !spelling.is_empty() && !self.secrets.contains(&spelling) {
+                self.secrets.push(spelling);
+            }
         }
+        self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
     }
 
     pub fn secrets(&self) -> &[String] {
@@ -69,5 +80,21 @@ impl Redactor {
                 if self.secrets.contains(&text) { Value::String(REDACTED.into()) } else { other.clone() }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_is_scrubbed_as_written_and_as_escaped_in_json() {
+        let redactor = Redactor::new(["pa\"ss\\wo/rd".to_string()]);
+        let body = serde_json::json!({ "token": "pa\"ss\\wo/rd" }).to_string();
+        assert_eq!(redactor.text(&body), r#"{"token":"<redacted>"}"#);
+        assert_eq!(redactor.text("raw pa\"ss\\wo/rd"), "raw <redacted>");
+        let mut added = Redactor::default();
+        added.add_value(&serde_json::json!(["line\nbreak"]));
+        assert_eq!(added.text(r#"{"t":"line\nbreak"}"#), r#"{"t":"<redacted>"}"#);
     }
 }
