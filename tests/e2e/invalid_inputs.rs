@@ -180,7 +180,7 @@ fn special_files_encodings_and_huge_inputs_are_refused_promptly() {
         ("runbook is a link to /dev/zero", dev_zero_link.clone(), None),
         ("runbook is a directory", at("directory.toml"), None),
         ("runbook is 5 MiB", write("huge.toml", huge.as_bytes()), None),
-        ("runbook is UTF-16 with a BOM", write("utf16.toml", &utf16), None),
+        ("runbook is UTF-16 with a BOM", write("utf16.toml", &utf16), Some(1)),
         ("runbook is UTF-16 without a BOM", write("utf16-no-bom.toml", &utf16_no_bom), Some(1)),
         ("runbook is not UTF-8", write("latin1.toml", &bad_utf8), Some(3)),
     ];
@@ -197,7 +197,7 @@ fn special_files_encodings_and_huge_inputs_are_refused_promptly() {
         ("vars file is a FIFO", fifo("vars-fifo.toml"), at("vars-fifo.toml"), None),
         ("vars file is /dev/zero", PathBuf::from("/dev/zero"), PathBuf::from("/dev/zero"), None),
         ("vars file is 5 MiB", write("huge-vars.toml", huge.as_bytes()), at("huge-vars.toml"), None),
-        ("vars file is UTF-16", write("vars16.toml", &utf16), at("vars16.toml"), None),
+        ("vars file is UTF-16", write("vars16.toml", &utf16), at("vars16.toml"), Some(1)),
         (
             "vars file is not UTF-8",
             write("vars-latin1.toml", b"name = \"ok\"\n# caf\xE9\n"),

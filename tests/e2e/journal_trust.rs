@@ -59,6 +59,8 @@ fn every_reader_refuses(env: &TestEnv, runbook: &str, expect: &str) {
         vec!["status"],
         vec!["outputs"],
         vec!["get", "make.id"],
+        vec!["timeline"],
+        vec!["verify"],
     ] {
         let out = env.run(&args);
         assert_eq!(out.code, 6, "`{}` must refuse the journal:\n{}", args.join(" "), out.all());

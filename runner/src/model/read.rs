@@ -58,11 +58,21 @@ pub fn read_text(path: &Path, what: &str) -> Result<String, Problem> {
 /// UTF-8 text, or a problem at the first byte that is not (UTF-16 is named as such).
 pub fn decode(path: &Path, bytes: Vec<u8>, what: &str) -> Result<String, Problem> {
     if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
-        return Err(Problem::without_file(
-            path.display().to_string(),
-            format!("the {what} is UTF-16 text; it must be UTF-8"),
-        )
-        .with_hint(format!("convert it, e.g. `iconv -f UTF-16 -t UTF-8 {} > fixed.toml`", path.display())));
+        // Pointed at its first character (the byte order mark), shown as the text it holds.
+        let little_endian = bytes[0] == 0xFF;
+        let units: Vec<u16> = bytes[2..]
+            .chunks_exact(2)
+            .map(|pair| {
+                if little_endian {
+                    u16::from_le_bytes([pair[0], pair[1]])
+                } else {
+                    u16::from_be_bytes([pair[0], pair[1]])
+                }
+            })
+            .collect();
+        let file = SourceFile::new(path, String::from_utf16_lossy(&units));
+        return Err(Problem::new(&file, 0..0, format!("the {what} is UTF-16 text; it must be UTF-8"))
+            .with_hint(format!("convert it, e.g. `iconv -f UTF-16 -t UTF-8 {} > fixed.toml`", path.display())));
     }
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
@@ -126,6 +136,7 @@ mod tests {
         assert_eq!((latin1.line, latin1.column), (2, 9));
         let utf16 = decode(path, vec![0xFF, 0xFE, b'a', 0], "runbook").unwrap_err();
         assert!(utf16.message.contains("UTF-16"));
+        assert_eq!((utf16.line, utf16.column), (1, 1));
         let nul = decode(path, b"a = 1\n\0".to_vec(), "runbook").unwrap_err();
         assert_eq!((nul.line, nul.column), (2, 1));
         assert_eq!(decode(path, b"a = 1\n".to_vec(), "runbook").unwrap(), "a = 1\n");
