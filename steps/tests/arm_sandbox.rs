@@ -284,6 +284,30 @@ async fn principal_not_found_is_transient_until_the_identity_replicates() {
     assert_eq!(rig.arm_writes(), writes);
 }
 
+/// Azure skips the directory lookup when a role assignment names its principal's type, so a
+/// principal made a moment ago is granted at once (hypershift-facts 6.3: always send it). The
+/// sandbox's replication window is far longer than the test: only the type can get past it.
+#[tokio::test]
+async fn naming_the_principal_type_grants_a_new_identity_at_once() {
+    let config = SandboxConfig { principal_not_found_for: Duration::from_secs(3600), ..SandboxConfig::instant() };
+    let rig = Rig::start(config).await;
+    rig.ensure_group("rg-typed").await;
+    let identity = format!("{}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/uami-typed", rg("rg-typed"));
+    let created = rig.run(ensure(&identity, MSI_API, json!({"location": "eastus"}))).await.unwrap();
+    let principal = created.outputs["body"]["properties"]["principalId"].as_str().unwrap().to_string();
+    let scope = rg("rg-typed").replace("{subscription}", rig.sandbox.subscription_id());
+
+    let granted = rig
+        .run(json!({"action": "assign_role", "scope": scope, "role_definition_id": CONTRIBUTOR, "principal_id": principal}))
+        .await
+        .expect("the default principal type (ServicePrincipal) is sent");
+    assert_eq!(granted.outputs["created"], json!(true));
+    assert!(
+        !rig.sandbox.request_log().iter().any(|r| r.error_code.as_deref() == Some("PrincipalNotFound")),
+        "the first PUT was accepted"
+    );
+}
+
 #[tokio::test]
 async fn an_existing_grant_under_another_name_counts_as_success() {
     let rig = Rig::start(SandboxConfig::instant()).await;
