@@ -63,6 +63,8 @@ pub const SANDBOX_CLIENT_ID: &str = "5a4db0c5-0000-4000-8000-000000000001";
 pub const SANDBOX_CLIENT_SECRET: &str = "sandbox-client-secret";
 /// Its object (principal) id, for role assignments.
 pub const SANDBOX_CLIENT_OBJECT_ID: &str = "5a4db0c5-0000-4000-8000-0000000000aa";
+/// The management cluster's administrator, the user of the kubeconfig the sandbox writes.
+pub const KUBE_ADMIN_USER: &str = "kubernetes-admin";
 
 /// Why the sandbox could not start.
 #[derive(Debug, thiserror::Error)]
@@ -265,6 +267,13 @@ impl Sandbox {
     /// runs (its kubeconfig is also in the `<name>-admin-kubeconfig` secret, key `kubeconfig`).
     pub fn hosted_cluster(&self, namespace: &str, name: &str) -> Option<kube::KubeHandle> {
         self.hypershift.hosted_handle(&format!("{namespace}/{name}"))
+    }
+
+    /// When HostedCluster `namespace/name` last became Available: the instant the simulated
+    /// operator's status write committed, finer than the condition's whole-second
+    /// `lastTransitionTime`.
+    pub fn hosted_cluster_available_at(&self, namespace: &str, name: &str) -> Option<jiff::Timestamp> {
+        self.hypershift.available_at.lock().expect("available lock").get(&format!("{namespace}/{name}")).copied()
     }
 
     /// The admin kubeconfig of the hosted cluster of HostedCluster `namespace/name`, once it runs.

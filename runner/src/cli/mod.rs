@@ -10,6 +10,8 @@ pub mod entry;
 mod env;
 pub mod exit;
 pub(crate) mod export;
+#[cfg(feature = "sandbox")]
+mod idempotence;
 pub(crate) mod import;
 mod inspect;
 #[cfg(feature = "sandbox")]

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::cli::env::registry_for;
 use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::idempotence::{Principals, SecondPass, WriteWatch, counted, write_lines};
 use crate::cli::sandbox::{SandboxOptions, azure_env, start};
 use crate::cli::{Env, RerunArgs, VarArgs, run};
 use runbook_steps::SettingsSource;
@@ -197,6 +198,38 @@ impl Rehearsal {
     pub fn write_requests(&self) -> usize {
         self.sandbox.request_log().iter().filter(|r| r.is_write()).count()
     }
+}
+
+/// `--check-idempotent`: runs a runbook that has just finished again, as the same person, with
+/// the world as it left it, and records the write requests that made (see `idempotence`).
+async fn run_again(
+    rehearsal: &Rehearsal,
+    number: u8,
+    runbook: &str,
+    runs: &mut Vec<Value>,
+    pass: &mut SecondPass,
+    quiet: bool,
+) -> CliResult<Exit> {
+    let mut watch = WriteWatch::new(&rehearsal.sandbox, Principals::of_sandbox());
+    let (exit, summary, _) = rehearsal.run_phase(number, runbook).await?;
+    let writes = watch.since(&rehearsal.sandbox);
+    if !quiet {
+        let background = if writes.background.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} more by the simulated controllers' own principals, not counted)", writes.background.len())
+        };
+        eprintln!(
+            "{runbook} again: {} write requests by the runner and the programs it runs{background}",
+            writes.ours.len()
+        );
+        if !writes.ours.is_empty() {
+            eprintln!("{}", write_lines(&writes.ours));
+        }
+    }
+    pass.record(number, &phase_name(number), runbook, &summary["run_id"], writes);
+    runs.push(summary);
+    Ok(exit)
 }
 
 /// What programs run by exec steps see in a rehearsal: the sandbox's settings, and a PATH that
@@ -496,6 +529,9 @@ pub async fn rehearse(
     // splits the work.
     let first = Person { journal: rehearsal.env.journal_path.clone(), dir: rehearsal.workdir.clone() };
     let mut second: Option<SecondPerson> = None;
+    // Per phase, what running its runbooks again wrote (`--check-idempotent`): each runbook
+    // runs again as soon as it has finished, with the world as it left it.
+    let mut second_pass = SecondPass::default();
     for (index, &(number, runbook)) in phases.iter().enumerate() {
         if number > 1 && second.is_none() && phases.first().is_some_and(|(p, _)| *p == 1) {
             let handed = hand_off(&rehearsal)?;
@@ -526,6 +562,12 @@ pub async fn rehearse(
         if exit != Exit::Ok {
             break;
         }
+        if check_idempotent {
+            exit = run_again(&rehearsal, number, runbook, &mut runs, &mut second_pass, env.json).await?;
+            if exit != Exit::Ok {
+                break;
+            }
+        }
     }
     if let (Some(runbook), Exit::Ok) = (missing, exit) {
         let line = format!("stopped before runbook `{runbook}`: it is not in this build yet");
@@ -534,24 +576,21 @@ pub async fn rehearse(
         }
         summary_lines.push(line);
     }
-    // Running everything again must change nothing in Azure: count the writes it makes.
-    let mut second_pass_writes = Value::Null;
-    if check_idempotent && exit == Exit::Ok {
-        let before = rehearsal.write_requests();
-        let later = Person { journal: rehearsal.env.journal_path.clone(), dir: rehearsal.workdir.clone() };
-        for &(number, runbook) in &phases {
-            rehearsal.act_as(if number == 1 { &first } else { &later });
-            let (phase_exit, summary, _) = rehearsal.run_phase(number, runbook).await?;
-            runs.push(summary);
-            exit = phase_exit;
-        }
-        let writes = rehearsal.write_requests() - before;
-        second_pass_writes = json!(writes);
+    let second_pass_writes = if check_idempotent {
+        let writes = second_pass.total();
         if writes > 0 && exit == Exit::Ok {
-            eprintln!("error: running the phases again made {writes} write requests; it should make none");
+            eprintln!("error: running finished runbooks again made {writes} write requests; it should make none");
             exit = Exit::StepFailed;
+        } else if !env.json {
+            eprintln!(
+                "every finished runbook ran again without a write; counted: {}",
+                counted(&Principals::of_sandbox())
+            );
         }
-    }
+        json!(writes)
+    } else {
+        Value::Null
+    };
     // A rehearsal of Phase 1 alone still hands its results over, so the hand-off is rehearsed.
     if second.is_none() && exit == Exit::Ok && phases.first().is_some_and(|(p, _)| *p == 1) {
         rehearsal.act_as(&first);
@@ -575,6 +614,8 @@ pub async fn rehearse(
         println!(
             "{}",
             json!({ "runs": runs, "resources": resources, "kube": kube, "write_requests": writes, "second_pass_write_requests": second_pass_writes,
+                    "second_pass": check_idempotent.then(|| second_pass.to_json()),
+                    "second_pass_counted": check_idempotent.then(|| counted(&Principals::of_sandbox())),
                     "concurrent_write_conflicts": concurrent_write_conflicts, "summary": summary_lines,
                     "workdir": rehearsal.workdir, "journal": journal,
                     "handoff": second.as_ref().map(|s| &s.summary) })

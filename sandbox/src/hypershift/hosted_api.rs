@@ -200,7 +200,7 @@ pub(crate) fn report_version(handle: &KubeHandle, version: &Value, available: bo
             ],
         });
         keep_transition_times(&cv, status, |s| {
-            super::write_status(handle, "clusterversions.config.openshift.io", &cv, s)
+            super::write_status(handle, "clusterversions.config.openshift.io", &cv, s);
         });
     }
     for name in CLUSTER_OPERATORS {
@@ -214,7 +214,7 @@ pub(crate) fn report_version(handle: &KubeHandle, version: &Value, available: bo
             ],
         });
         keep_transition_times(&co, status, |s| {
-            super::write_status(handle, "clusteroperators.config.openshift.io", &co, s)
+            super::write_status(handle, "clusteroperators.config.openshift.io", &co, s);
         });
     }
 }

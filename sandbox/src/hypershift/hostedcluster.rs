@@ -131,7 +131,10 @@ impl ClusterReconciler {
         {
             hosted_api::report_version(&handle, &status["version"], was_available || ready_to_report);
         }
-        super::write_status(&hs.mgmt, HOSTED_CLUSTERS, &hc, status);
+        let becomes_available = !was_available && available(&json!({ "status": &status }));
+        if super::write_status(&hs.mgmt, HOSTED_CLUSTERS, &hc, status) && becomes_available {
+            hs.available_at.lock().expect("available lock").insert(self.key.clone(), jiff::Timestamp::now());
+        }
         next
     }
 

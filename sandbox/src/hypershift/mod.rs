@@ -64,6 +64,9 @@ pub(crate) struct Hypershift {
     pub hosted: Mutex<HashMap<String, KubeApiServer>>,
     /// Control-plane namespace → `namespace/name` of its HostedCluster.
     pub control_planes: Mutex<HashMap<String, String>>,
+    /// When each HostedCluster (`namespace/name`) last became Available, to the instant its
+    /// status write committed (`lastTransitionTime` keeps whole seconds, as Kubernetes does).
+    pub available_at: Mutex<HashMap<String, jiff::Timestamp>>,
     actors: Mutex<HashMap<actors::Key, tokio::sync::mpsc::Sender<()>>>,
     shutdown: watch::Receiver<bool>,
 }
@@ -113,6 +116,7 @@ pub(crate) fn start(
         ca,
         hosted: Mutex::new(HashMap::new()),
         control_planes: Mutex::new(HashMap::new()),
+        available_at: Mutex::new(HashMap::new()),
         actors: Mutex::new(HashMap::new()),
         shutdown: shutdown.clone(),
     });
@@ -258,12 +262,12 @@ pub(crate) fn remove_finalizer(hs: &Hypershift, resource: &str, obj: &Value) {
 }
 
 /// Writes `status` when it differs from what the object reports (so a reconcile woken by
-/// its own write settles).
-pub(crate) fn write_status(handle: &KubeHandle, resource: &str, obj: &Value, mut status: Value) {
+/// its own write settles); whether it wrote.
+pub(crate) fn write_status(handle: &KubeHandle, resource: &str, obj: &Value, mut status: Value) -> bool {
     // A merge patch drops nulls, so a status holding one would never compare equal.
     strip_nulls(&mut status);
     if obj["status"] == status {
-        return;
+        return false;
     }
     let (ns, name) = name_of(obj);
     let ns = (!ns.is_empty()).then_some(ns.as_str());
@@ -274,7 +278,7 @@ pub(crate) fn write_status(handle: &KubeHandle, resource: &str, obj: &Value, mut
             new.entry(key.clone()).or_insert(Value::Null);
         }
     }
-    let _ = handle.patch_status(resource, ns, &name, json!({"status": merge}), OPERATOR);
+    handle.patch_status(resource, ns, &name, json!({"status": merge}), OPERATOR).is_ok()
 }
 
 /// RFC 3339 with seconds, as Kubernetes writes times.

@@ -78,8 +78,8 @@ impl KubeIdentity {
     pub fn admin(token: &str) -> KubeIdentity {
         KubeIdentity {
             token: token.to_string(),
-            username: "kubernetes-admin".into(),
-            uid: uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, b"kubernetes-admin").to_string(),
+            username: crate::KUBE_ADMIN_USER.into(),
+            uid: uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, crate::KUBE_ADMIN_USER.as_bytes()).to_string(),
             groups: list(&["kubeadm:cluster-admins", "system:authenticated"]),
             rules: vec![PolicyRule::cluster_admin()],
         }
