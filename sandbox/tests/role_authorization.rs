@@ -201,3 +201,52 @@ async fn the_sandbox_principal_is_owner_without_a_listed_assignment() {
     assert_eq!(principals, [rig.workload_oid.as_str()]);
     rig.sandbox.shutdown().await;
 }
+
+/// Every action the permission blocks of a `permissions` listing grant, as (actions, notActions).
+fn blocks(answer: &Answer) -> Vec<(Vec<String>, Vec<String>)> {
+    let list = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect()
+    };
+    answer.body["value"].as_array().unwrap().iter().map(|b| (list(&b["actions"]), list(&b["notActions"]))).collect()
+}
+
+#[tokio::test]
+async fn the_permissions_listing_shows_what_the_caller_may_do_at_a_scope() {
+    let rig = Rig::start().await;
+    let at = |scope: &str| format!("{scope}/providers/Microsoft.Authorization/permissions?{API}");
+    // Without a role: what the sandbox lets any token write (a Contributor's reach), no more.
+    let answer = rig.operator.get(&at("/resourceGroups/managed")).await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    let found = blocks(&answer);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, ["*"]);
+    assert!(found[0].1.iter().any(|n| n == "Microsoft.Authorization/*/Write"), "{found:?}");
+    // A User Access Administrator assignment on the group shows there and below, not above it.
+    rig.grant_operator("/resourceGroups/managed", N1, USER_ACCESS_ADMINISTRATOR).await;
+    let below = blocks(&rig.operator.get(&at("/resourceGroups/managed")).await);
+    assert!(below.iter().any(|(actions, _)| actions.iter().any(|a| a == "Microsoft.Authorization/*")), "{below:?}");
+    let above = blocks(&rig.operator.get(&at("")).await);
+    assert_eq!(above.len(), 1, "{above:?}");
+    // The sandbox's own client is Owner of the subscription.
+    let owner = blocks(&rig.admin.get(&at("")).await);
+    assert!(owner.iter().any(|(actions, not)| actions == &["*"] && not.is_empty()), "{owner:?}");
+    rig.sandbox.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_forbidden_principal_is_shown_read_only() {
+    let sandbox =
+        support::start(SandboxConfig { forbidden_principals: vec![OPERATOR_ID.into()], ..SandboxConfig::instant() })
+            .await;
+    sandbox.register_client(OPERATOR_ID, OPERATOR_SECRET);
+    let admin = Arm::new(&sandbox).await;
+    let client = support::client(&sandbox);
+    let token =
+        support::token_for(&sandbox, &client, OPERATOR_ID, OPERATOR_SECRET, "https://management.azure.com/.default")
+            .await;
+    let operator = Arm { client, token, base: admin.base.clone() };
+    let answer = operator.get(&format!("/providers/Microsoft.Authorization/permissions?{API}")).await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    assert_eq!(blocks(&answer), [(vec!["*/read".to_string()], Vec::new())]);
+    sandbox.shutdown().await;
+}

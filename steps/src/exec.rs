@@ -240,7 +240,7 @@ impl StepKind for Exec {
 }
 
 /// The arguments `flags` stands for, in the order written.
-fn flag_arguments(flags: &serde_json::Map<String, Value>) -> Vec<String> {
+pub fn flag_arguments(flags: &serde_json::Map<String, Value>) -> Vec<String> {
     let mut args = Vec::new();
     for (flag, value) in flags {
         match value {

@@ -1,9 +1,10 @@
-//! `runbook doctor`: programs on PATH with versions, and hypershift's flags read from its help.
+//! `runbook doctor`: programs on PATH with versions, hypershift's flags read from its help, kube
+//! access and permissions, Azure sign-in and permissions; and `run` making the same checks first.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::support::TestEnv;
+use crate::support::{SandboxProcess, TestEnv};
 
 /// A `hypershift` that knows `create cluster azure` with the flags in `known` only.
 fn fake_hypershift(dir: &Path, known: &[&str]) {
@@ -97,4 +98,163 @@ fn doctor_passes_with_every_program_and_flag_and_names_what_is_missing() {
         rejected.stdout
     );
     assert!(!rejected.stdout.contains("--pull-secret (step"), "{}", rejected.stdout);
+}
+
+/// Phase 1 run on `sandbox` (with the doctor's checks first, as `run` makes them), a pull
+/// secret, and a directory holding the hypershift stand-in; returns that directory.
+fn after_phase_1(env: &TestEnv, sandbox: &SandboxProcess) -> PathBuf {
+    let vars = env.write(
+        "phase1.vars.toml",
+        &format!(
+            "prefix = \"doc\"\noidc_storage_account = \"docoidc\"\nexternal_dns = true\nca_file = \"{}\"\n",
+            sandbox.dir.join("sandbox-ca.pem").display()
+        ),
+    );
+    let phase1 = env
+        .command(&["--no-progress", "run", "phase1-workload-identity", "--vars", vars.to_str().unwrap()])
+        .envs(&sandbox.settings)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&phase1.stderr);
+    assert!(phase1.status.success(), "{stderr}");
+    assert!(stderr.contains("doctor: ") && stderr.contains(" checks passed"), "{stderr}");
+    std::fs::write(env.path().join("pull-secret.json"), "{\"auths\":{}}\n").unwrap();
+    let bin = env.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(crate::support::runbook_bin(), bin.join("hypershift")).unwrap();
+    bin
+}
+
+/// `runbook ARGS` against `sandbox` with `path` as PATH.
+fn on_sandbox(env: &TestEnv, sandbox: &SandboxProcess, path: &str, args: &[&str]) -> Report {
+    let out = env.command(args).envs(&sandbox.settings).env("PATH", path).output().unwrap();
+    Report {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Requests that change something: not reads, sign-ins or access reviews.
+fn writes(sandbox: &SandboxProcess) -> usize {
+    sandbox
+        .requests()
+        .iter()
+        .filter(|r| r["method"] != "GET" && r["service"] != "entra")
+        .filter(|r| !r["path"].as_str().unwrap_or_default().contains("selfsubject"))
+        .count()
+}
+
+#[test]
+fn phase_2_and_3_pass_with_the_sandbox_and_the_standin_and_a_reader_is_stopped_before_any_write() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    let bin = after_phase_1(&env, &sandbox);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+
+    let phase2 =
+        on_sandbox(&env, &sandbox, &path, &["doctor", "phase2-management-cluster", "--var", "external_dns=true"]);
+    assert_eq!(phase2.code, 0, "{}", phase2.all());
+    for line in [
+        "ok   program hypershift: ",
+        "ok   hypershift install flags: all 5 accepted",
+        "ok   kube cluster KUBECONFIG: v1.32",
+        "ok   kube may * * in all namespaces: steps access",
+        "ok   kube may get, create, patch secrets in namespace default: steps external_dns_secret",
+        "ok   kube may list, watch pods in namespace hypershift: steps external_dns_ready, operator_ready",
+    ] {
+        assert!(phase2.stdout.contains(line), "no `{line}` in:\n{}", phase2.stdout);
+    }
+    assert!(!phase2.stdout.contains("FAIL"), "{}", phase2.stdout);
+
+    // A user who may only read: doctor names what it may not do, and `run` stops on the same
+    // lines before anything is written.
+    let admin = std::fs::read_to_string(&sandbox.settings["KUBECONFIG"]).unwrap();
+    let reader = env.write(
+        "reader.kubeconfig",
+        &admin.replace("current-context: sandbox", "current-context: sandbox-sandbox-reader"),
+    );
+    let reader = reader.to_str().unwrap();
+    let denied = {
+        let out = env
+            .command(&["doctor", "phase2-management-cluster", "--var", "external_dns=true"])
+            .envs(&sandbox.settings)
+            .env("PATH", &path)
+            .env("KUBECONFIG", reader)
+            .output()
+            .unwrap();
+        Report {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+    assert_eq!(denied.code, 2, "{}", denied.all());
+    let denial = "FAIL kube may * * in all namespaces: denied to the kubeconfig's user (steps access)";
+    assert!(denied.stdout.contains(denial), "{}", denied.stdout);
+    assert!(denied.stdout.contains("create, patch secrets in namespace default"), "{}", denied.stdout);
+    assert!(denied.stdout.contains("hint: grant these to the user"), "{}", denied.stdout);
+    let before = writes(&sandbox);
+    let run = env
+        .command(&["--no-progress", "run", "phase2-management-cluster", "--var", "external_dns=true"])
+        .envs(&sandbox.settings)
+        .env("PATH", &path)
+        .env("KUBECONFIG", reader)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(denial) && stderr.contains("--skip-doctor"), "{stderr}");
+    assert_eq!(writes(&sandbox), before, "a run stopped by the doctor wrote something");
+
+    // The cluster-admin runs Phase 2, the doctor's checks first.
+    let run = on_sandbox(
+        &env,
+        &sandbox,
+        &path,
+        &["--no-progress", "run", "phase2-management-cluster", "--var", "external_dns=true"],
+    );
+    assert_eq!(run.code, 0, "{}", run.all());
+    assert!(run.stderr.contains(" checks passed"), "{}", run.stderr);
+
+    let phase3 = on_sandbox(&env, &sandbox, &path, &["doctor", "phase3-hosted-cluster"]);
+    assert_eq!(phase3.code, 0, "{}", phase3.all());
+    for line in [
+        "ok   hypershift create cluster azure flags: all",
+        "ok   hypershift create kubeconfig flags: all 2 accepted",
+        "ok   program kubectl: ",
+        "ok   kube may list, watch hostedclusters.hypershift.openshift.io in namespace clusters: steps cluster_available",
+        "ok   kube may list, watch deployments.apps in namespace hypershift: steps operator_ready",
+        // The hosted cluster's kubeconfig is written during the run.
+        "skip kube cluster ${steps.kubeconfig_file.path}: its kubeconfig is made during the run",
+        "ok   Azure permissions at /subscriptions/",
+    ] {
+        assert!(phase3.stdout.contains(line), "no `{line}` in:\n{}", phase3.stdout);
+    }
+
+    // Without kubectl on PATH (Phase 3 asks the cluster with it before creating one).
+    let no_kubectl = on_sandbox(&env, &sandbox, bin.to_str().unwrap(), &["doctor", "phase3-hosted-cluster"]);
+    assert_eq!(no_kubectl.code, 2, "{}", no_kubectl.all());
+    assert!(no_kubectl.stdout.contains("FAIL program kubectl: not found on PATH"), "{}", no_kubectl.stdout);
+
+    // A hypershift whose `install` no longer knows --limit-crd-install.
+    let older = env.path().join("older");
+    std::fs::create_dir_all(&older).unwrap();
+    let script = format!(
+        "#!/bin/sh\nif [ \"$*\" = 'install --help' ]; then '{real}' install --help | grep -v -- '--limit-crd-install'; exit 0; fi\nexec '{real}' \"$@\"\n",
+        real = bin.join("hypershift").display()
+    );
+    std::fs::write(older.join("hypershift"), script).unwrap();
+    std::fs::set_permissions(older.join("hypershift"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let older_path = format!("{}:{}", older.display(), std::env::var("PATH").unwrap_or_default());
+    let rejected =
+        on_sandbox(&env, &sandbox, &older_path, &["doctor", "phase2-management-cluster", "--var", "external_dns=true"]);
+    assert_eq!(rejected.code, 2, "{}", rejected.all());
+    assert!(
+        rejected.stdout.contains(
+            "FAIL hypershift install flags: not accepted: --limit-crd-install (step install_with_external_dns)"
+        ),
+        "{}",
+        rejected.stdout
+    );
 }

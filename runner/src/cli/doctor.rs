@@ -1,30 +1,27 @@
 //! `runbook doctor`: one line per check of what a runbook needs on this machine and account.
 
-use std::fmt::Write;
-
 use serde_json::json;
 
-use crate::cli::Env;
-use crate::cli::exit::{CliResult, Exit};
-use crate::doctor::checks;
+use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::{Env, VarArgs};
+use crate::doctor::{Subject, checks, failures, render};
+use crate::model::vars::VarInputs;
 
-pub async fn doctor(env: &Env, name: &str) -> CliResult {
+pub async fn doctor(env: &Env, name: &str, var_args: &VarArgs) -> CliResult {
     let runbook = env.load_runbook(name)?;
-    let checks = checks(&runbook, &env.azure).await;
-    let mut text = String::new();
-    for check in &checks {
-        let mark = if check.ok { "ok  " } else { "FAIL" };
-        writeln!(text, "{mark} {}: {}", check.what, check.found).ok();
-        if let Some(hint) = &check.hint {
-            writeln!(text, "     hint: {hint}").ok();
-        }
+    let inputs =
+        VarInputs { file: var_args.vars_file.clone(), overrides: crate::cli::run::parse_overrides(&var_args.vars)? };
+    let journal = env.existing_journal()?;
+    if let Some(journal) = &journal {
+        journal.ensure_intact()?;
     }
-    let failed = checks.iter().filter(|c| !c.ok).count();
-    if checks.is_empty() {
-        writeln!(text, "{} needs nothing from this machine beyond the runner", runbook.name()).ok();
-    } else if failed > 0 {
-        writeln!(text, "{failed} of {} checks failed", checks.len()).ok();
-    }
-    env.print(&text, json!({ "runbook": runbook.name(), "checks": checks, "ok": failed == 0 }));
+    let work_dir = std::env::current_dir().map_err(|e| CliError::Internal(e.into()))?;
+    let subject = Subject::before_run(&runbook, &inputs, journal.as_deref(), &work_dir);
+    let checks = checks(&subject, &env.azure, &env.registry).await;
+    let failed = failures(&checks);
+    env.print(
+        &render(runbook.name(), &checks),
+        json!({ "runbook": runbook.name(), "checks": checks, "ok": failed == 0 }),
+    );
     Ok(if failed == 0 { Exit::Ok } else { Exit::UserError })
 }

@@ -149,6 +149,9 @@ pub enum Command {
         fresh: bool,
         #[command(flatten)]
         rerun: RerunArgs,
+        /// Start without first checking programs, hypershift flags, kube and Azure access (`runbook doctor`)
+        #[arg(long)]
+        skip_doctor: bool,
     },
     /// Continue an interrupted, failed or waiting run (default: the latest)
     Resume {
@@ -242,8 +245,13 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
-    /// Check what a runbook needs on this machine and account: programs, hypershift flags, Azure
-    Doctor { name: String },
+    /// Check what a runbook needs on this machine and account: programs, hypershift flags, kube
+    /// access and permissions, Azure sign-in and permissions (`run` makes the same checks first)
+    Doctor {
+        name: String,
+        #[command(flatten)]
+        vars: VarArgs,
+    },
     /// Print the JSON Schema of runbook files
     Schema,
     /// Print shell completions
@@ -397,8 +405,9 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             Ok(Exit::Ok)
         }
         Command::Plan { name, vars, fresh, rerun } => run::plan(&env, &name, &vars, fresh, &rerun).await,
-        Command::Run { name, vars, workdir, fresh, rerun } => {
-            run::run(&env, &name, &vars, workdir, fresh, &rerun).await
+        Command::Run { name, vars, workdir, fresh, rerun, skip_doctor } => {
+            let doctor = if skip_doctor { run::Doctor::Skip } else { run::Doctor::First };
+            run::run_with(&env, &name, &vars, workdir, fresh, &rerun, doctor).await
         }
         Command::Resume { run, vars, rerun } => run::resume(&env, run.as_deref(), &vars, &rerun).await,
         Command::Status { run } => inspect::status(&env, run.as_deref()),
@@ -414,7 +423,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Audit { since, format, verify } => {
             audit::audit(&env, &cli.global.journal, since.as_deref(), format, verify)
         }
-        Command::Doctor { name } => doctor::doctor(&env, &name).await,
+        Command::Doctor { name, vars } => doctor::doctor(&env, &name, &vars).await,
         Command::Verify { runbook, all } => verify::verify(&env, runbook.as_deref(), all).await,
         Command::Timeline { runs, format, file } => timeline::timeline(&env, &cli.global.journal, &runs, format, file),
         Command::Bench { what: BenchWhat::Engine { steps, dir } } => bench::engine(&env, steps, dir).await,

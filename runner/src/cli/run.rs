@@ -28,7 +28,7 @@ struct Prepared {
     plan: Arc<Plan>,
 }
 
-fn parse_overrides(raw: &[String]) -> CliResult<Vec<(String, String)>> {
+pub(crate) fn parse_overrides(raw: &[String]) -> CliResult<Vec<(String, String)>> {
     raw.iter()
         .map(|pair| {
             pair.split_once('=').map(|(k, v)| (k.trim().to_string(), v.to_string())).ok_or_else(|| {
@@ -389,6 +389,48 @@ fn absolute(path: &std::path::Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
+/// Whether a run first makes the checks of `runbook doctor`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Doctor {
+    First,
+    /// `run --skip-doctor`, and rehearsals (the sandbox and its stand-ins are made to suit).
+    Skip,
+}
+
+/// The doctor's checks before a run: a failure stops it before anything is written or journaled,
+/// with the same lines `runbook doctor` prints.
+async fn doctor_first(env: &Env, prepared: &Prepared, work_dir: &std::path::Path) -> CliResult<()> {
+    let subject = crate::doctor::Subject::from_plan(
+        &prepared.runbook,
+        &prepared.plan,
+        &prepared.vars,
+        &prepared.required,
+        work_dir,
+    );
+    let checks = crate::doctor::checks(&subject, &env.azure, &env.registry).await;
+    let failed = crate::doctor::failures(&checks);
+    if failed == 0 {
+        if env.mode != crate::report::DisplayMode::Quiet && !env.json && !checks.is_empty() {
+            eprintln!(
+                "doctor: {} checks passed (`runbook doctor {}` lists them)",
+                checks.len(),
+                prepared.runbook.name()
+            );
+        }
+        return Ok(());
+    }
+    if env.json {
+        println!("{}", json!({ "runbook": prepared.runbook.name(), "checks": checks, "ok": false }));
+    } else {
+        eprint!("{}", crate::doctor::render(prepared.runbook.name(), &checks));
+    }
+    Err(CliError::user_hint(
+        format!("{failed} doctor check{} failed; nothing was run", if failed == 1 { "" } else { "s" }),
+        "fix what the lines above name, or run with --skip-doctor to go ahead anyway",
+    ))
+}
+
+/// A run without the doctor's checks (what rehearsals use).
 pub async fn run(
     env: &Env,
     name: &str,
@@ -396,6 +438,18 @@ pub async fn run(
     workdir: Option<PathBuf>,
     fresh: bool,
     rerun: &RerunArgs,
+) -> CliResult {
+    run_with(env, name, var_args, workdir, fresh, rerun, Doctor::Skip).await
+}
+
+pub async fn run_with(
+    env: &Env,
+    name: &str,
+    var_args: &VarArgs,
+    workdir: Option<PathBuf>,
+    fresh: bool,
+    rerun: &RerunArgs,
+    doctor: Doctor,
 ) -> CliResult {
     let runbook = env.load_runbook(name)?;
     let origin = runbook.origin.clone();
@@ -410,6 +464,9 @@ pub async fn run(
     }
     let prepared = prepare(runbook, &inputs, existing.as_deref(), &run_id, &work_dir, &env.azure.target())?;
     preflight(env, &prepared, &work_dir).await?;
+    if doctor == Doctor::First {
+        doctor_first(env, &prepared, &work_dir).await?;
+    }
     std::fs::create_dir_all(&work_dir)
         .map_err(|e| CliError::user(format!("cannot create workdir `{}`: {e}", work_dir.display())))?;
 

@@ -1,18 +1,36 @@
 //! Before a run: does this machine and account have what the runbook needs? Programs its exec
 //! steps call (on PATH, with versions), the flags it passes to `hypershift` (read from the
-//! installed CLI's `--help`), and an Azure sign-in with a subscription for its Azure steps.
+//! installed CLI's `--help`), the clusters its kube steps talk to and what their user may do
+//! there, and an Azure sign-in with a subscription and the permissions its ARM writes need.
+//! `runbook doctor` prints these checks; `runbook run` makes them first and stops on a failure.
 
 mod azure;
+mod kube;
 mod programs;
+mod subject;
+
+use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::model::Runbook;
+pub use subject::{PlannedStep, Subject};
+
+/// How a check came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    /// Not checked: what it needs is known only once the run has made it.
+    Skip,
+}
 
 /// One line of the report.
 #[derive(Clone, Debug, Serialize)]
 pub struct Check {
     pub what: String,
+    pub outcome: Outcome,
+    /// False only when the check failed.
     pub ok: bool,
     /// A version, a principal: what was found.
     pub found: String,
@@ -21,18 +39,62 @@ pub struct Check {
 }
 
 impl Check {
+    fn new(what: impl Into<String>, outcome: Outcome, found: impl Into<String>, hint: Option<String>) -> Check {
+        Check { what: what.into(), outcome, ok: outcome != Outcome::Fail, found: found.into(), hint }
+    }
+
     fn pass(what: impl Into<String>, found: impl Into<String>) -> Check {
-        Check { what: what.into(), ok: true, found: found.into(), hint: None }
+        Check::new(what, Outcome::Pass, found, None)
     }
 
     fn fail(what: impl Into<String>, found: impl Into<String>, hint: impl Into<String>) -> Check {
-        Check { what: what.into(), ok: false, found: found.into(), hint: Some(hint.into()) }
+        Check::new(what, Outcome::Fail, found, Some(hint.into()))
+    }
+
+    fn skip(what: impl Into<String>, why: impl Into<String>) -> Check {
+        Check::new(what, Outcome::Skip, why, None)
     }
 }
 
-/// Every check the runbook calls for, in order: programs, then Azure.
-pub async fn checks(runbook: &Runbook, azure: &runbook_steps::SettingsSource) -> Vec<Check> {
-    let mut checks = programs::check_programs(runbook).await;
-    checks.extend(azure::check_azure(runbook, azure).await);
+/// Every check the runbook calls for, in order: programs, Kubernetes, then Azure. The kube
+/// checks go through `registry`'s `kube` kind, so they find the cluster the way a run would.
+pub async fn checks(
+    subject: &Subject,
+    azure: &runbook_steps::SettingsSource,
+    registry: &runbook_steps::Registry,
+) -> Vec<Check> {
+    let mut checks: Vec<Check> = subject.unknown.iter().map(|why| Check::skip("values", why.clone())).collect();
+    checks.extend(programs::check_programs(subject).await);
+    if let Some(kind) = registry.get("kube").filter(|_| subject.of_kind("kube").next().is_some()) {
+        checks.extend(kube::check_kube(subject, kind.as_ref()).await);
+    }
+    checks.extend(azure::check_azure(subject, azure).await);
     checks
+}
+
+/// The report: one line per check, a hint under each failure, and a closing count.
+pub fn render(runbook: &str, checks: &[Check]) -> String {
+    let mut text = String::new();
+    for check in checks {
+        let mark = match check.outcome {
+            Outcome::Pass => "ok  ",
+            Outcome::Fail => "FAIL",
+            Outcome::Skip => "skip",
+        };
+        writeln!(text, "{mark} {}: {}", check.what, check.found).ok();
+        if let Some(hint) = &check.hint {
+            writeln!(text, "     hint: {hint}").ok();
+        }
+    }
+    let failed = failures(checks);
+    if checks.is_empty() {
+        writeln!(text, "{runbook} needs nothing from this machine beyond the runner").ok();
+    } else if failed > 0 {
+        writeln!(text, "{failed} of {} checks failed", checks.len()).ok();
+    }
+    text
+}
+
+pub fn failures(checks: &[Check]) -> usize {
+    checks.iter().filter(|c| c.outcome == Outcome::Fail).count()
 }

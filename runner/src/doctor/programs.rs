@@ -8,23 +8,30 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::Check;
-use crate::model::Runbook;
+use super::subject::{Subject, unresolved};
 
 /// How long a program gets to print its version or help.
 const PROGRAM_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// An exec step's argv as written (interpolations unresolved).
-fn argvs(runbook: &Runbook) -> Vec<(String, Vec<String>)> {
-    runbook
-        .steps
-        .iter()
-        .filter(|d| d.spec.kind == "exec")
-        .filter_map(|d| {
-            let argv: Vec<String> =
-                d.spec.inputs.get("argv")?.as_array()?.iter().filter_map(Value::as_str).map(String::from).collect();
-            (!argv.is_empty()).then(|| (d.id().to_string(), argv))
-        })
-        .collect()
+/// Every command line an exec step would run (its program with its flags, and its `unless`
+/// check), as far as it is known before the run.
+fn argvs(subject: &Subject) -> Vec<(String, Vec<String>)> {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array().map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect()).unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for step in subject.of_kind("exec") {
+        let mut argv = strings(&step.inputs["argv"]);
+        if let Some(flags) = step.inputs["flags"].as_object() {
+            argv.extend(runbook_steps::flag_arguments(flags));
+        }
+        for argv in [argv, strings(&step.inputs["unless"])] {
+            if !argv.is_empty() {
+                out.push((step.id.clone(), argv));
+            }
+        }
+    }
+    out
 }
 
 /// Where `program` would be found, as `execvp` looks: a path as is, a name on PATH.
@@ -65,12 +72,12 @@ async fn version_of(program: &PathBuf) -> String {
 /// `--name` of `--name=value`, for the flags written literally.
 fn flag_name(arg: &str) -> Option<&str> {
     let name = arg.strip_prefix("--")?.split('=').next()?;
-    (!name.is_empty() && !name.contains("${")).then_some(name)
+    (!name.is_empty() && !unresolved(name)).then_some(name)
 }
 
 /// The leading words of an argv before its first flag: `create cluster azure`.
 fn subcommand(argv: &[String]) -> Vec<String> {
-    argv[1..].iter().take_while(|a| !a.starts_with('-') && !a.contains("${")).cloned().collect()
+    argv[1..].iter().take_while(|a| !a.starts_with('-') && !unresolved(a)).cloned().collect()
 }
 
 /// Every `--flag` a help text mentions.
@@ -120,19 +127,27 @@ async fn hypershift_flags(path: &PathBuf, uses: &[(String, Vec<String>)]) -> Vec
     checks
 }
 
-pub async fn check_programs(runbook: &Runbook) -> Vec<Check> {
+pub async fn check_programs(subject: &Subject) -> Vec<Check> {
     let mut uses: BTreeMap<String, Vec<(String, Vec<String>)>> = BTreeMap::new();
-    for (step, argv) in argvs(runbook) {
-        if argv[0].contains("${") {
+    let mut checks = Vec::new();
+    for (step, argv) in argvs(subject) {
+        if unresolved(&argv[0]) {
+            checks.push(Check::skip(
+                format!("program of step {step}"),
+                format!("`{}` is known only once the run has values for it", argv[0]),
+            ));
             continue;
         }
-        uses.entry(argv[0].clone()).or_default().push((step, argv));
+        let steps = uses.entry(argv[0].clone()).or_default();
+        if !steps.contains(&(step.clone(), argv.clone())) {
+            steps.push((step, argv));
+        }
     }
-    let mut checks = Vec::new();
     for (program, steps) in &uses {
         let what = format!("program {program}");
         let Some(path) = locate(program) else {
-            let used_by: Vec<&str> = steps.iter().map(|(s, _)| s.as_str()).collect();
+            let mut used_by: Vec<&str> = steps.iter().map(|(s, _)| s.as_str()).collect();
+            used_by.dedup();
             checks.push(Check::fail(
                 what,
                 "not found on PATH",

@@ -15,6 +15,8 @@ use crate::state::{Kind, State};
 use crate::wire::Reply;
 
 pub(crate) const OWNER: &str = "8e3af657-a8ff-443c-a75c-2fe8c4bcb635";
+pub(crate) const CONTRIBUTOR: &str = "b24988ac-6180-42a0-ab88-20f7382dd24c";
+pub(crate) const READER: &str = "acdd72a7-3385-48ef-bd42-f606fba81ae7";
 pub(crate) const ROLE_ASSIGNMENT_WRITE: &str = "Microsoft.Authorization/roleAssignments/write";
 pub(crate) const ROLE_ASSIGNMENT_DELETE: &str = "Microsoft.Authorization/roleAssignments/delete";
 
@@ -30,20 +32,28 @@ fn covers(assigned: &str, scope: &str) -> bool {
     scope == assigned || scope.starts_with(&format!("{assigned}/"))
 }
 
+/// The role (GUIDs) of every assignment to `principal` at `scope` or above.
+pub(crate) fn roles_reaching(state: &State, principal: &str, scope: &str) -> Vec<String> {
+    state
+        .resources
+        .values()
+        .filter(|r| r.kind == Kind::RoleAssignment)
+        .filter_map(|r| {
+            let props = &r.body["properties"];
+            let mine = props["principalId"].as_str().is_some_and(|p| p.eq_ignore_ascii_case(principal));
+            let reaches = props["scope"].as_str().is_some_and(|s| covers(s, scope));
+            let role = props["roleDefinitionId"].as_str()?.rsplit('/').next()?.to_string();
+            (mine && reaches).then_some(role)
+        })
+        .collect()
+}
+
 /// Whether `principal` (an object id) may perform `action` at `scope`.
 pub(crate) fn is_permitted(state: &State, subscription: &str, principal: &str, action: &str, scope: &str) -> bool {
     let standing = principal.eq_ignore_ascii_case(SANDBOX_CLIENT_OBJECT_ID)
         && covers(&format!("/subscriptions/{subscription}"), scope)
         && role_permits(OWNER, action);
-    standing
-        || state.resources.values().filter(|r| r.kind == Kind::RoleAssignment).any(|r| {
-            let props = &r.body["properties"];
-            props["principalId"].as_str().is_some_and(|p| p.eq_ignore_ascii_case(principal))
-                && props["scope"].as_str().is_some_and(|s| covers(s, scope))
-                && props["roleDefinitionId"]
-                    .as_str()
-                    .is_some_and(|d| role_permits(d.rsplit('/').next().unwrap_or_default(), action))
-        })
+    standing || roles_reaching(state, principal, scope).iter().any(|role| role_permits(role, action))
 }
 
 /// ARM's 403 for a caller without the permission; `target` is the path the action was on.

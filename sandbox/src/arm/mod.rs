@@ -9,6 +9,7 @@ pub(crate) mod errors;
 mod identities;
 mod lro;
 mod network;
+mod permissions;
 mod providers;
 mod resource_groups;
 mod role_definitions;
@@ -210,6 +211,7 @@ async fn route(ctx: &Ctx<'_>, segs: &[String]) -> Reply {
         match segs.get(i + 1) {
             Some(t) if eq(t, "roleAssignments") => return roles::handle(ctx, &scope, name).await,
             Some(t) if eq(t, "roleDefinitions") => return role_definitions::handle(ctx, &scope, name),
+            Some(t) if eq(t, "permissions") && name.is_none() => return permissions::handle(ctx, &scope),
             _ => {}
         }
     }

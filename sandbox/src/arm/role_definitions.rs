@@ -339,6 +339,13 @@ fn render(scope: &str, role: &Role) -> Value {
     })
 }
 
+/// A built-in role's permission block as ARM's permissions listing gives it.
+pub(crate) fn permission_block(role_id: &str) -> Option<Value> {
+    role(role_id).map(|r| {
+        json!({ "actions": r.actions, "notActions": r.not_actions, "dataActions": r.data_actions, "notDataActions": [] })
+    })
+}
+
 /// `roleName eq '…'` and `type eq 'BuiltInRole'|'CustomRole'`, joined by `and`; anything
 /// else the filter says is ignored, like the unknown clauses ARM ignores.
 fn matches(filter: &str, role: &Role) -> bool {

@@ -1,0 +1,158 @@
+//! What the checks look at: every step instance a run would start, with its inputs resolved as
+//! far as they are known before the run. A value made by an earlier step (an id, a kubeconfig
+//! written during the run) stays as written, `${…}` and all, and the checks that need it say so.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::model::Runbook;
+use crate::model::vars::{self, VarInputs, VarValues};
+use crate::plan::{self, Plan, Scope};
+
+/// One step instance a run would start.
+#[derive(Clone, Debug)]
+pub struct PlannedStep {
+    pub id: String,
+    pub kind: String,
+    pub inputs: Value,
+}
+
+/// What a runbook would do in a run with these values, as seen before it starts.
+pub struct Subject {
+    pub runbook: String,
+    pub steps: Vec<PlannedStep>,
+    pub work_dir: PathBuf,
+    /// Why some values could not be known (a variable without a value, no journal with the
+    /// required values): checks that need them are skipped, never passed.
+    pub unknown: Vec<String>,
+}
+
+/// Whether an input still holds a reference nothing before the run can fill in.
+pub fn unresolved(text: &str) -> bool {
+    text.contains("${")
+}
+
+/// `value` with every string that resolves in `scope` replaced by its value; the others stay
+/// as written.
+fn resolve_known(value: &Value, scope: &Scope<'_>) -> Value {
+    match value {
+        Value::String(text) => scope.resolve_string(text).map(|r| r.value).unwrap_or_else(|_| value.clone()),
+        Value::Array(items) => Value::Array(items.iter().map(|v| resolve_known(v, scope)).collect()),
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), resolve_known(v, scope))).collect()),
+        other => other.clone(),
+    }
+}
+
+impl Subject {
+    /// The instances of `plan` that are not skipped by their `when`, as a run would start them.
+    pub fn from_plan(
+        runbook: &Runbook,
+        plan: &Plan,
+        vars: &VarValues,
+        required: &plan::RequiredValues,
+        work_dir: &Path,
+    ) -> Subject {
+        let scope = Scope {
+            runbook,
+            vars,
+            required,
+            plan: None,
+            outputs: None,
+            item: None,
+            tainted: None,
+            run_id: "(planned)",
+            work_dir,
+        };
+        let steps = plan
+            .instances
+            .iter()
+            .filter(|i| !i.skipped_by_when)
+            .map(|instance| {
+                let def = &runbook.steps[instance.step];
+                let scope = scope.with_item(instance.item.as_ref());
+                PlannedStep {
+                    id: instance.id.clone(),
+                    kind: def.spec.kind.clone(),
+                    inputs: resolve_known(&Value::Object(def.spec.inputs.clone()), &scope),
+                }
+            })
+            .collect();
+        Subject { runbook: runbook.name().to_string(), steps, work_dir: work_dir.to_path_buf(), unknown: Vec::new() }
+    }
+
+    /// For `runbook doctor`, which may be asked before the values or the journal a run needs
+    /// exist: the variables as given (defaults where they are not), the required values when
+    /// `journal` holds them, and `when` decided where it can be. What is missing is noted.
+    pub fn before_run(
+        runbook: &Runbook,
+        inputs: &VarInputs,
+        journal: Option<&runbook_journal::Journal>,
+        work_dir: &Path,
+    ) -> Subject {
+        let mut unknown = Vec::new();
+        let values = vars::resolve(runbook, inputs).unwrap_or_else(|problems| {
+            unknown.extend(problems.iter().map(|p| p.message.clone()));
+            let defaults: BTreeMap<String, Value> =
+                runbook.file.vars.iter().filter_map(|(n, s)| Some((n.clone(), s.default.clone()?))).collect();
+            VarValues { values: defaults, ..VarValues::default() }
+        });
+        let required = match journal.map(|j| plan::load_required(j, runbook)) {
+            _ if runbook.file.requires.is_empty() => plan::RequiredValues::new(),
+            Some(Ok(Ok(found))) => found,
+            Some(Ok(Err(missing))) => {
+                unknown.push(format!("required values missing from the journal: {}", missing.join(", ")));
+                plan::RequiredValues::new()
+            }
+            Some(Err(e)) => {
+                unknown.push(format!("cannot read the required values from the journal: {e}"));
+                plan::RequiredValues::new()
+            }
+            None => {
+                unknown.push(
+                    "no journal yet, so the values this runbook requires from earlier runbooks are unknown".into(),
+                );
+                plan::RequiredValues::new()
+            }
+        };
+        let scope = Scope {
+            runbook,
+            vars: &values,
+            required: &required,
+            plan: None,
+            outputs: None,
+            item: None,
+            tainted: None,
+            run_id: "(planned)",
+            work_dir,
+        };
+        match plan::expand(runbook, &scope) {
+            Ok(plan) => {
+                let mut subject = Subject::from_plan(runbook, &plan, &values, &required, work_dir);
+                subject.unknown = unknown;
+                subject
+            }
+            // A `when` or `for_each` that needs a missing value: every step is looked at.
+            Err(_) => Subject {
+                runbook: runbook.name().to_string(),
+                steps: runbook
+                    .steps
+                    .iter()
+                    .map(|def| PlannedStep {
+                        id: def.id().to_string(),
+                        kind: def.spec.kind.clone(),
+                        inputs: resolve_known(&Value::Object(def.spec.inputs.clone()), &scope),
+                    })
+                    .collect(),
+                work_dir: work_dir.to_path_buf(),
+                unknown,
+            },
+        }
+    }
+
+    /// The steps of one kind.
+    pub fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a PlannedStep> + 'a {
+        self.steps.iter().filter(move |s| s.kind == kind)
+    }
+}
