@@ -149,9 +149,10 @@ pub enum Command {
         fresh: bool,
         #[command(flatten)]
         rerun: RerunArgs,
-        /// Start without first checking programs, hypershift flags, kube and Azure access (`runbook doctor`)
+        /// First make the checks of `runbook doctor` (programs, hypershift flags, kube and Azure
+        /// access) and stop before anything is written if one fails
         #[arg(long)]
-        skip_doctor: bool,
+        doctor: bool,
     },
     /// Continue an interrupted, failed or waiting run (default: the latest)
     Resume {
@@ -405,8 +406,8 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             Ok(Exit::Ok)
         }
         Command::Plan { name, vars, fresh, rerun } => run::plan(&env, &name, &vars, fresh, &rerun).await,
-        Command::Run { name, vars, workdir, fresh, rerun, skip_doctor } => {
-            let doctor = if skip_doctor { run::Doctor::Skip } else { run::Doctor::First };
+        Command::Run { name, vars, workdir, fresh, rerun, doctor } => {
+            let doctor = if doctor { run::Doctor::First } else { run::Doctor::Skip };
             run::run_with(&env, &name, &vars, workdir, fresh, &rerun, doctor).await
         }
         Command::Resume { run, vars, rerun } => run::resume(&env, run.as_deref(), &vars, &rerun).await,
