@@ -16,7 +16,7 @@ pub async fn doctor(env: &Env, name: &str, var_args: &VarArgs) -> CliResult {
         journal.ensure_intact()?;
     }
     let work_dir = std::env::current_dir().map_err(|e| CliError::Internal(e.into()))?;
-    let subject = Subject::before_run(&runbook, &inputs, journal.as_deref(), &work_dir);
+    let subject = Subject::before_run(&runbook, &inputs, journal.as_deref(), &env.azure.target(), &work_dir);
     let checks = checks(&subject, &env.azure, &env.registry).await;
     let failed = failures(&checks);
     env.print(

@@ -89,6 +89,7 @@ impl Subject {
         runbook: &Runbook,
         inputs: &VarInputs,
         journal: Option<&runbook_journal::Journal>,
+        target: &runbook_steps::AzureTarget,
         work_dir: &Path,
     ) -> Subject {
         let mut unknown = Vec::new();
@@ -98,7 +99,7 @@ impl Subject {
                 runbook.file.vars.iter().filter_map(|(n, s)| Some((n.clone(), s.default.clone()?))).collect();
             VarValues { values: defaults, ..VarValues::default() }
         });
-        let required = match journal.map(|j| plan::load_required(j, runbook)) {
+        let required = match journal.map(|j| plan::load_required(j, runbook, target)) {
             _ if runbook.file.requires.is_empty() => plan::RequiredValues::new(),
             Some(Ok(Ok(found))) => found,
             Some(Ok(Err(missing))) => {
