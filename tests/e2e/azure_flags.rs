@@ -20,7 +20,9 @@ inputs.api_version = "2021-04-01"
 inputs.subscription_id = "00000000-0000-0000-0000-000000000000"
 "#,
     );
-    let mut command = env.command(&["--azure-credential", "sandbox", "run", runbook.to_str().unwrap()]);
+    // The step's own guard is under test: doctor, which refuses these settings first, is skipped.
+    let mut command =
+        env.command(&["--azure-credential", "sandbox", "run", "--skip-doctor", runbook.to_str().unwrap()]);
     for name in ["RUNBOOK_ARM_ENDPOINT", "RUNBOOK_AUTHORITY_HOST", "RUNBOOK_AZURE_CREDENTIAL"] {
         command.env_remove(name);
     }

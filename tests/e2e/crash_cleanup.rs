@@ -46,7 +46,11 @@ fn kill_9_at_ten_moments_of_cleanup_then_resume_completes_every_delete() {
 
     // A cleanup creates nothing, however often it is cut short.
     let requests: Vec<Value> = rehearsed.sandbox.requests().split_off(before);
-    let created: Vec<&Value> = requests.iter().filter(|r| r["status"] == 201).collect();
+    // (An access review doctor asks before each run is answered 201 but keeps nothing.)
+    let created: Vec<&Value> = requests
+        .iter()
+        .filter(|r| r["status"] == 201 && !r["path"].as_str().unwrap_or_default().contains("accessreviews"))
+        .collect();
     assert!(created.is_empty(), "seed {seed}, kills {kills:#?}: {created:#?}");
 
     // Azure: only what was there before Phase 1.

@@ -100,6 +100,51 @@ fn doctor_passes_with_every_program_and_flag_and_names_what_is_missing() {
     assert!(!rejected.stdout.contains("--pull-secret (step"), "{}", rejected.stdout);
 }
 
+/// `runbook run` with only `path` as PATH.
+fn run(env: &TestEnv, path: &str, extra: &[&str]) -> Report {
+    let runbook = env.path().join("needs-tools.toml");
+    let mut args = vec!["--no-progress", "run"];
+    args.extend(extra);
+    args.push(runbook.to_str().unwrap());
+    let out = env.command(&args).env("PATH", path).output().unwrap();
+    Report {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn run_makes_the_checks_first_unless_told_to_skip_them() {
+    let env = TestEnv::new();
+    env.write("needs-tools.toml", RUNBOOK);
+    let (good, kube) = (env.path().join("good"), env.path().join("kube"));
+    fake_hypershift(&good, &["name", "pull-secret", "azure-creds"]);
+    fake_kubectl(&kube);
+
+    // No kubectl: the run stops before its first step, naming the check and its hint, and
+    // leaves no journal behind.
+    let stopped = run(&env, good.to_str().unwrap(), &[]);
+    assert_eq!(stopped.code, 2, "{}", stopped.all());
+    assert!(stopped.stderr.contains("FAIL program kubectl: not found on PATH"), "{}", stopped.stderr);
+    assert!(stopped.stderr.contains("hint: install `kubectl`"), "{}", stopped.stderr);
+    assert!(stopped.stderr.contains("1 doctor check failed; nothing was run"), "{}", stopped.stderr);
+    assert!(!env.journal().exists(), "a run stopped by doctor opened the journal");
+
+    // Skipped: the run starts, and its first step meets the fake hypershift, which creates no
+    // cluster (it only knows `--help`).
+    let skipped = run(&env, good.to_str().unwrap(), &["--skip-doctor"]);
+    assert_eq!(skipped.code, 3, "{}", skipped.all());
+    assert!(!skipped.stderr.contains("doctor"), "{}", skipped.stderr);
+    assert!(skipped.all().contains("cluster"), "{}", skipped.all());
+    assert!(env.journal().exists());
+
+    // Everything there: doctor says so in one line and the run goes on to the same step.
+    let checked = run(&env, &format!("{}:{}", good.display(), kube.display()), &["--fresh"]);
+    assert_eq!(checked.code, 3, "{}", checked.all());
+    assert!(checked.stderr.contains("doctor: 3 checks passed"), "{}", checked.stderr);
+}
+
 /// Phase 1 run on `sandbox`, a pull
 /// secret, and a directory holding the hypershift stand-in; returns that directory.
 fn after_phase_1(env: &TestEnv, sandbox: &SandboxProcess) -> PathBuf {
@@ -195,7 +240,7 @@ fn phase_2_and_3_pass_with_the_sandbox_and_the_standin_and_a_reader_is_stopped_b
     assert!(denied.stdout.contains("hint: grant these to the user"), "{}", denied.stdout);
     let before = writes(&sandbox);
     let run = env
-        .command(&["--no-progress", "run", "--doctor", "phase2-management-cluster", "--var", "external_dns=true"])
+        .command(&["--no-progress", "run", "phase2-management-cluster", "--var", "external_dns=true"])
         .envs(&sandbox.settings)
         .env("PATH", &path)
         .env("KUBECONFIG", reader)
@@ -211,7 +256,7 @@ fn phase_2_and_3_pass_with_the_sandbox_and_the_standin_and_a_reader_is_stopped_b
         &env,
         &sandbox,
         &path,
-        &["--no-progress", "run", "--doctor", "phase2-management-cluster", "--var", "external_dns=true"],
+        &["--no-progress", "run", "phase2-management-cluster", "--var", "external_dns=true"],
     );
     assert_eq!(run.code, 0, "{}", run.all());
     assert!(run.stderr.contains(" checks passed"), "{}", run.stderr);

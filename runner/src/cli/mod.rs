@@ -149,10 +149,10 @@ pub enum Command {
         fresh: bool,
         #[command(flatten)]
         rerun: RerunArgs,
-        /// First make the checks of `runbook doctor` (programs, hypershift flags, kube and Azure
-        /// access) and stop before anything is written if one fails
+        /// Do not first make the checks of `runbook doctor` (programs, hypershift flags, kube and
+        /// Azure access), which otherwise stop the run before anything is written if one fails
         #[arg(long)]
-        doctor: bool,
+        skip_doctor: bool,
     },
     /// Continue an interrupted, failed or waiting run (default: the latest)
     Resume {
@@ -406,8 +406,8 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             Ok(Exit::Ok)
         }
         Command::Plan { name, vars, fresh, rerun } => run::plan(&env, &name, &vars, fresh, &rerun).await,
-        Command::Run { name, vars, workdir, fresh, rerun, doctor } => {
-            let doctor = if doctor { run::Doctor::First } else { run::Doctor::Skip };
+        Command::Run { name, vars, workdir, fresh, rerun, skip_doctor } => {
+            let doctor = if skip_doctor { run::Doctor::Skip } else { run::Doctor::First };
             run::run_with(&env, &name, &vars, workdir, fresh, &rerun, doctor).await
         }
         Command::Resume { run, vars, rerun } => run::resume(&env, run.as_deref(), &vars, &rerun).await,

@@ -392,8 +392,9 @@ fn absolute(path: &std::path::Path) -> PathBuf {
 /// Whether a run first makes the checks of `runbook doctor`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Doctor {
+    /// What `run` does unless told `--skip-doctor`.
     First,
-    /// `run` without `--doctor`, and rehearsals (the sandbox and its stand-ins are made to suit).
+    /// `run --skip-doctor`, and rehearsals (the sandbox and its stand-ins are made to suit).
     Skip,
 }
 
@@ -426,7 +427,7 @@ async fn doctor_first(env: &Env, prepared: &Prepared, work_dir: &std::path::Path
     }
     Err(CliError::user_hint(
         format!("{failed} doctor check{} failed; nothing was run", if failed == 1 { "" } else { "s" }),
-        "fix what the lines above name, or run without --doctor to go ahead anyway",
+        "fix what the lines above name, or run with --skip-doctor to go ahead anyway",
     ))
 }
 
