@@ -9,8 +9,8 @@ use sha2::Sha256;
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// How long issued tokens live, as Entra reports in `expires_in`.
-pub(crate) const TOKEN_LIFETIME_SECS: i64 = 3599;
+/// How long issued tokens live by default, as Entra reports in `expires_in`.
+pub(crate) const TOKEN_LIFETIME_SECS: u64 = 3599;
 
 /// Resource audiences per service, as real tokens carry them (v1 tokens: no `/.default`).
 pub(crate) const ARM_AUDIENCES: &[&str] = &[

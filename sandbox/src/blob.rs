@@ -60,7 +60,7 @@ fn authorize(shared: &Shared, req: &Req, account: &str, container: &str, blob: O
                 "Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.",
             ));
         };
-        let claims = auth::verify(&shared.token_key, token, jiff::Timestamp::now().as_second())
+        let claims = auth::verify(&shared.token_key, token, shared.timestamp().as_second())
             .map_err(|_| blob_error(StatusCode::UNAUTHORIZED, "InvalidAuthenticationInfo", "Server failed to authenticate the request. Please refer to the information in the www-authenticate header."))?;
         if !STORAGE_AUDIENCES.contains(&claims.aud.as_str()) {
             return Err(blob_error(
@@ -73,7 +73,7 @@ fn authorize(shared: &Shared, req: &Req, account: &str, container: &str, blob: O
     }
     if req.query("sig").is_some() {
         let keys = shared.state().storage_account(account).map(|a| a.keys.clone()).unwrap_or_default();
-        return crate::sas::verify(&req.query, account, &keys, container, blob)
+        return crate::sas::verify(&req.query, account, &keys, container, blob, shared.timestamp())
             .map(|g| Access::Authorized { permissions: Some(g.permissions) })
             .map_err(|detail| blob_error(StatusCode::FORBIDDEN, "AuthenticationFailed", &format!("Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.\n{detail}")));
     }
@@ -209,7 +209,7 @@ async fn container_op(
             let data = ContainerData {
                 public_access: public,
                 etag: blobs_etag(),
-                last_modified: jiff::Timestamp::now(),
+                last_modified: shared.timestamp(),
                 blobs: Default::default(),
             };
             let reply = Reply::empty(StatusCode::CREATED)
@@ -338,7 +338,7 @@ async fn blob_op(
                     "The specified container does not exist.",
                 );
             };
-            let now = jiff::Timestamp::now();
+            let now = shared.timestamp();
             let created = container.blobs.get(name).map(|b| b.created).unwrap_or(now);
             let blob = BlobData {
                 content: req.body.clone(),

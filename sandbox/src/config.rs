@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::clock::Clock;
+use crate::Clock;
 use crate::faults::FaultModel;
 use crate::kube::KubeApiConfig;
 use crate::latency::LatencyModel;
@@ -44,8 +44,13 @@ pub struct SandboxConfig {
     pub provider_registration: Duration,
     /// The management cluster's Kubernetes API.
     pub kube: KubeApiConfig,
-    /// The time windows and token lifetimes are measured against; tests advance it.
+    /// What the time windows, latencies, long-running operations and token lifetimes are
+    /// measured against: the system's, or a simulated one a test moves (the Kubernetes API and
+    /// the HyperShift controllers read the same clock).
     pub clock: Clock,
+    /// How long the access tokens Entra issues live (`expires_in`). Clients cache a token by
+    /// real time, so a test that moves a simulated clock by more than this gives them longer.
+    pub token_lifetime: Duration,
 }
 
 impl Default for SandboxConfig {
@@ -64,6 +69,7 @@ impl Default for SandboxConfig {
             provider_registration: Duration::from_secs(30),
             kube: KubeApiConfig::default(),
             clock: Clock::default(),
+            token_lifetime: Duration::from_secs(crate::auth::TOKEN_LIFETIME_SECS),
         }
     }
 }

@@ -7,7 +7,7 @@ use http::{Method, StatusCode};
 use serde_json::json;
 
 use crate::Shared;
-use crate::auth::{self, Claims, TOKEN_LIFETIME_SECS};
+use crate::auth::{self, Claims};
 use crate::federation::{self, AadstsError};
 use crate::latency::Operation;
 use crate::wire::{Reply, Req};
@@ -160,12 +160,13 @@ fn aadsts_reply(refusal: &AadstsError) -> Reply {
 pub(crate) fn issue(shared: &Shared, client_id: &str, object_id: &str, scope: &str) -> (String, i64) {
     let config = &shared.config;
     let now = shared.timestamp().as_second();
+    let lifetime = i64::try_from(config.token_lifetime.as_secs()).unwrap_or(i64::MAX);
     let claims = Claims {
         aud: audience_for_scope(scope),
         iss: format!("https://sts.windows.net/{}/", config.tenant_id),
         iat: now,
         nbf: now,
-        exp: now + TOKEN_LIFETIME_SECS,
+        exp: now.saturating_add(lifetime),
         appid: client_id.to_string(),
         oid: object_id.to_string(),
         sub: object_id.to_string(),
@@ -173,7 +174,7 @@ pub(crate) fn issue(shared: &Shared, client_id: &str, object_id: &str, scope: &s
         idtyp: "app".into(),
         ver: "1.0".into(),
     };
-    (auth::mint(&shared.token_key, &claims), TOKEN_LIFETIME_SECS)
+    (auth::mint(&shared.token_key, &claims), lifetime)
 }
 
 fn invalid_secret(client_id: &str) -> AadstsError {

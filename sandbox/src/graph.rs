@@ -375,7 +375,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
                 );
                 let body = json!({"error": {"code": "Request_BadRequest", "message": message,
                     "details": [{"code": "NoBackingApplicationObject", "message": message, "target": "appId"}],
-                    "innerError": {"date": jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S").to_string(), "request-id": uuid::Uuid::new_v4().to_string()}}});
+                    "innerError": {"date": shared.timestamp().strftime("%Y-%m-%dT%H:%M:%S").to_string(), "request-id": uuid::Uuid::new_v4().to_string()}}});
                 return Reply::json_with_type(StatusCode::BAD_REQUEST, &body, CONTENT_TYPE)
                     .with_error_code("Request_BadRequest");
             };

@@ -125,6 +125,42 @@ impl LatencyModel {
         LatencyModel { scale: 0.0, ..LatencyModel::default() }
     }
 
+    /// Every operation instant at scale 1.0: the base of a model in which only the operations
+    /// a caller sets take time, e.g. `LatencyModel { resource_group_delete: an_hour, ..LatencyModel::zero() }`.
+    pub fn zero() -> Self {
+        LatencyModel {
+            scale: 1.0,
+            token: Duration::ZERO,
+            arm_read: Duration::ZERO,
+            resource_group_put: Duration::ZERO,
+            resource_group_delete: Duration::ZERO,
+            identity_put: Duration::ZERO,
+            identity_delete: Duration::ZERO,
+            federated_credential_write: Duration::ZERO,
+            storage_account_put: Duration::ZERO,
+            storage_account_provisioning: Duration::ZERO,
+            storage_account_delete: Duration::ZERO,
+            storage_action: Duration::ZERO,
+            blob_container_put: Duration::ZERO,
+            dns_zone_put: Duration::ZERO,
+            dns_zone_delete: Duration::ZERO,
+            dns_record_set: Duration::ZERO,
+            role_assignment_put: Duration::ZERO,
+            network_put: Duration::ZERO,
+            network_provisioning: Duration::ZERO,
+            network_delete: Duration::ZERO,
+            network_delete_provisioning: Duration::ZERO,
+            graph_application_post: Duration::ZERO,
+            graph_add_password: Duration::ZERO,
+            graph_service_principal_post: Duration::ZERO,
+            graph_delete: Duration::ZERO,
+            graph_read: Duration::ZERO,
+            blob_write: Duration::ZERO,
+            blob_read: Duration::ZERO,
+            other_write: Duration::ZERO,
+        }
+    }
+
     /// The reference figures times `scale`.
     pub fn scaled(scale: f64) -> Self {
         LatencyModel { scale, ..LatencyModel::default() }

@@ -14,7 +14,6 @@ mod accept;
 mod arm;
 mod auth;
 mod blob;
-mod clock;
 mod config;
 mod entra;
 mod entra_metadata;
@@ -40,12 +39,14 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use clock::Clock;
 pub use config::{DEFAULT_SUBSCRIPTION_ID, DEFAULT_TENANT_ID, SandboxConfig};
 pub use faults::{Fault, FaultModel};
 pub use federation::{AadstsError, FederatedToken};
 pub use latency::{LatencyModel, Operation};
 pub use request_log::{LoggedRequest, Service};
+/// The sandbox's time is the workspace's one clock: replication windows, token lifetimes,
+/// long-running operations and latencies are measured against it.
+pub use runbook_clock::Clock;
 pub use server::{READY_PATH, REQUESTS_PATH, STATE_PATH};
 pub use tls::CertificateAuthority;
 
@@ -124,11 +125,16 @@ impl Shared {
     pub(crate) async fn sleep(&self, op: Operation) {
         let d = self.config.latency.delay(op);
         if !d.is_zero() {
-            tokio::time::sleep(d).await;
+            self.config.clock.sleep(d).await;
         }
     }
 
-    /// The sandbox clock's instant ([`SandboxConfig::clock`]).
+    /// The sandbox clock ([`SandboxConfig::clock`]).
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.config.clock
+    }
+
+    /// The sandbox clock's instant.
     pub(crate) fn now(&self) -> Instant {
         self.config.clock.now()
     }
@@ -173,7 +179,9 @@ pub struct Sandbox {
 impl Sandbox {
     /// Generates a CA, binds 127.0.0.1 on four ephemeral ports (ARM, Entra, Graph, Blob)
     /// and serves them on tokio tasks of the current runtime.
-    pub async fn start(config: SandboxConfig) -> Result<Sandbox, Error> {
+    pub async fn start(mut config: SandboxConfig) -> Result<Sandbox, Error> {
+        // One clock for the whole sandbox: the management cluster reads the Azure side's.
+        config.kube.clock = config.clock.clone();
         let ca = tls::CertificateAuthority::generate("runbook sandbox CA")?;
         let tls = tls::azure_services(&ca)?;
         let kube = kube::KubeApiServer::start_with_ca(config.kube.clone(), &ca).await?;

@@ -120,14 +120,16 @@ pub(crate) struct Grant {
     pub permissions: String,
 }
 
-/// Checks a SAS from a request's (decoded) query against the account keys.
-/// `container`/`blob` name the target for service SAS scope checks.
+/// Checks a SAS from a request's (decoded) query against the account keys, with its validity
+/// window read at `now` (the sandbox clock's). `container`/`blob` name the target for service
+/// SAS scope checks.
 pub(crate) fn verify(
     query: &[(String, String)],
     account: &str,
     keys: &[String],
     container: &str,
     blob: Option<&str>,
+    now: jiff::Timestamp,
 ) -> Result<Grant, String> {
     let get = |n: &str| query.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default();
     let sig = get("sig");
@@ -171,7 +173,6 @@ pub(crate) fn verify(
             string_to_sign.replace('\n', "\\n")
         ));
     }
-    let now = jiff::Timestamp::now();
     if let Ok(expiry) = f.expiry.parse::<jiff::Timestamp>()
         && expiry < now
     {
@@ -191,6 +192,11 @@ mod tests {
 
     const KEY: &str = "c2FuZGJveC1rZXktZm9yLXRlc3RzLW9ubHktMDEyMzQ1Njc4OWFiY2RlZg==";
 
+    /// A moment inside every test token's validity window.
+    fn at() -> jiff::Timestamp {
+        "2026-06-01T00:00:00Z".parse().unwrap()
+    }
+
     fn query(sas: &str) -> Vec<(String, String)> {
         form_urlencoded::parse(sas.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect()
     }
@@ -204,22 +210,23 @@ mod tests {
     #[test]
     fn sas_tokens_made_by_the_azure_sdk_are_accepted() {
         let keys = [KEY.to_string()];
-        let blob = verify(&query(SDK_BLOB_SAS), "oidcissuer", &keys, "oidc", Some("openid/v1/jwks")).expect("blob SAS");
+        let blob =
+            verify(&query(SDK_BLOB_SAS), "oidcissuer", &keys, "oidc", Some("openid/v1/jwks"), at()).expect("blob SAS");
         assert_eq!(blob.permissions, "rcw");
-        verify(&query(SDK_CONTAINER_SAS), "oidcissuer", &keys, "oidc", None).expect("container SAS with rsct");
-        verify(&query(SDK_ACCOUNT_SAS), "oidcissuer", &keys, "oidc", None).expect("account SAS");
+        verify(&query(SDK_CONTAINER_SAS), "oidcissuer", &keys, "oidc", None, at()).expect("container SAS with rsct");
+        verify(&query(SDK_ACCOUNT_SAS), "oidcissuer", &keys, "oidc", None, at()).expect("account SAS");
     }
 
     #[test]
     fn tampered_sas_tokens_are_refused() {
         let keys = [KEY.to_string()];
         let widened = SDK_BLOB_SAS.replace("sp=rcw", "sp=rcwd");
-        let error = verify(&query(&widened), "oidcissuer", &keys, "oidc", Some("openid/v1/jwks")).err().unwrap();
+        let error = verify(&query(&widened), "oidcissuer", &keys, "oidc", Some("openid/v1/jwks"), at()).err().unwrap();
         assert!(error.contains("Signature did not match"), "{error}");
-        let other_blob = verify(&query(SDK_BLOB_SAS), "oidcissuer", &keys, "oidc", Some("openid/v1/other"));
+        let other_blob = verify(&query(SDK_BLOB_SAS), "oidcissuer", &keys, "oidc", Some("openid/v1/other"), at());
         assert!(other_blob.is_err(), "a blob SAS is bound to its blob");
         let other_key =
-            verify(&query(SDK_BLOB_SAS), "oidcissuer", &["b3RoZXI=".to_string()], "oidc", Some("openid/v1/jwks"));
+            verify(&query(SDK_BLOB_SAS), "oidcissuer", &["b3RoZXI=".to_string()], "oidc", Some("openid/v1/jwks"), at());
         assert!(other_key.is_err());
     }
 
@@ -233,6 +240,17 @@ mod tests {
             ..SasFields::default()
         };
         let token = service_sas("/blob/oidcissuer/oidc", KEY, &f);
-        assert!(verify(&query(&token), "oidcissuer", &[KEY.to_string()], "oidc", None).is_ok());
+        assert!(verify(&query(&token), "oidcissuer", &[KEY.to_string()], "oidc", None, at()).is_ok());
+    }
+
+    #[test]
+    fn the_validity_window_is_read_on_the_given_clock() {
+        let keys = [KEY.to_string()];
+        let after_expiry: jiff::Timestamp = "2099-01-01T00:00:01Z".parse().unwrap();
+        let expired = verify(&query(SDK_BLOB_SAS), "oidcissuer", &keys, "oidc", Some("openid/v1/jwks"), after_expiry);
+        assert!(expired.err().unwrap().contains("Signed expiry time"));
+        let before_start: jiff::Timestamp = "2019-12-31T23:59:59Z".parse().unwrap();
+        let early = verify(&query(SDK_CONTAINER_SAS), "oidcissuer", &keys, "oidc", None, before_start);
+        assert!(early.err().unwrap().contains("start time is in the future"));
     }
 }

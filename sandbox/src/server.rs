@@ -3,7 +3,6 @@
 
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
@@ -67,8 +66,8 @@ async fn answer(
     req: Request<Incoming>,
     kill: Arc<Notify>,
 ) -> Response<Full<Bytes>> {
-    let started = Instant::now();
-    let timestamp = jiff::Timestamp::now();
+    let started = shared.now();
+    let timestamp = shared.timestamp();
     let (parts, body) = req.into_parts();
     let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
     let path = parts.uri.path().to_string();
@@ -110,7 +109,7 @@ async fn answer(
             Fault::Throttle { retry_after } => throttled(&shared, service, &req, retry_after),
             Fault::ServerError => server_error(&shared, service, &correlation_id),
             Fault::Slow(extra) => {
-                tokio::time::sleep(extra).await;
+                shared.config.clock.sleep(extra).await;
                 dispatch(&shared, service, req).await
             }
             Fault::None => dispatch(&shared, service, req).await,
@@ -128,7 +127,7 @@ async fn answer(
         client_id,
         request_id: request_id.clone(),
         timestamp,
-        duration: started.elapsed(),
+        duration: shared.clock().since(started),
     });
 
     if reply.reset {
@@ -136,7 +135,7 @@ async fn answer(
         // The connection task drops this connection; this future never completes.
         std::future::pending::<()>().await;
     }
-    build_response(service, reply, &request_id, &correlation_id, client_request_id)
+    build_response(service, reply, shared.timestamp(), &request_id, &correlation_id, client_request_id)
 }
 
 fn draw_fault(shared: &Shared, service: Service) -> Fault {
@@ -201,7 +200,7 @@ fn server_error(shared: &Shared, service: Service, correlation_id: &str) -> Repl
             "InternalServerError",
             &format!(
                 "Encountered internal server error. Diagnostic information: timestamp '{}', subscription id '{}', tracking id '{}', request correlation id '{}'.",
-                jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ"),
+                shared.timestamp().strftime("%Y%m%dT%H%M%SZ"),
                 shared.config.subscription_id,
                 uuid::Uuid::new_v4(),
                 correlation_id
@@ -230,12 +229,12 @@ fn server_error(shared: &Shared, service: Service, correlation_id: &str) -> Repl
 fn build_response(
     service: Service,
     reply: Reply,
+    now: jiff::Timestamp,
     request_id: &str,
     correlation_id: &str,
     client_request_id: Option<String>,
 ) -> Response<Full<Bytes>> {
     let mut builder = Response::builder().status(reply.status);
-    let now = jiff::Timestamp::now();
     let date = now.strftime("%a, %d %b %Y %H:%M:%S GMT").to_string();
     let mut common: Vec<(String, String)> = vec![
         ("x-ms-request-id".into(), request_id.into()),

@@ -16,7 +16,7 @@ use jsonwebtoken::{Algorithm, EncodingKey};
 use rsa::pkcs1::DecodeRsaPrivateKey;
 use rsa::pkcs8::EncodePublicKey;
 use runbook_sandbox::kube::KubeHandle;
-use runbook_sandbox::{Sandbox, SandboxConfig};
+use runbook_sandbox::{Clock, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use support::Arm;
@@ -307,6 +307,12 @@ impl Rig {
 
     /// What `hypershift create cluster azure` creates: namespace, secrets, HostedCluster, NodePool.
     fn create_cluster(&self, replicas: u64) {
+        self.create_cluster_paused_until(replicas, None);
+    }
+
+    /// The cluster and its node pool; with `paused_until`, the HostedCluster's
+    /// `spec.pausedUntil` holds it out of the operator's hands from the start.
+    fn create_cluster_paused_until(&self, replicas: u64, paused_until: Option<&str>) {
         let sub = self.sandbox.subscription_id();
         let h = &self.mgmt;
         h.create("namespaces", None, json!({"metadata": {"name": NS}}), "hypershift-cli").unwrap();
@@ -355,6 +361,10 @@ impl Rig {
                 }},
             },
         });
+        let mut hc = hc;
+        if let Some(until) = paused_until {
+            hc["spec"]["pausedUntil"] = json!(until);
+        }
         h.create(HC, Some(NS), hc, "hypershift-cli").unwrap();
         let np = json!({
             "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "NodePool",
@@ -806,5 +816,30 @@ async fn conditions_and_machines_progress_on_the_latency_model() {
     }
     assert_eq!(states, ["Creating", "Succeeded"]);
     pool_converges(&rig, 1).await;
+    rig.sandbox.shutdown().await;
+}
+
+/// The operator's wait for `spec.pausedUntil` runs on the sandbox clock: a cluster paused until
+/// an hour after a simulated start (decades from the real time) becomes Available once that
+/// clock is moved past the hour, and not while it stands before it.
+#[tokio::test]
+async fn a_paused_cluster_resumes_when_the_sandbox_clock_passes_its_pause() {
+    let start: jiff::Timestamp = "2099-01-01T00:00:00Z".parse().unwrap();
+    let config = SandboxConfig { clock: Clock::simulated(start), ..SandboxConfig::instant() };
+    let rig = Rig::start_with(config, Breakage::default()).await;
+    let clock = rig.sandbox.clock().clone();
+    rig.create_cluster_paused_until(1, Some("2099-01-01T01:00:00Z"));
+    // The management cluster sees the object; the paused operator writes nothing to it.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(condition(&rig.hc(), "Available").is_null(), "{}", rig.hc());
+    assert!(rig.sandbox.hosted_cluster_available_at(NS, NAME).is_none());
+
+    clock.advance(Duration::from_secs(3600));
+    rig.wait_for_condition("Available", "True").await;
+    let available_at = rig.sandbox.hosted_cluster_available_at(NS, NAME).expect("available instant");
+    assert!(
+        available_at >= "2099-01-01T01:00:00Z".parse().unwrap(),
+        "Available at {available_at}, before the pause ended"
+    );
     rig.sandbox.shutdown().await;
 }

@@ -45,10 +45,10 @@ pub(crate) fn machine_ids(sub: &str, rg: &str, name: &str) -> [String; 3] {
     ]
 }
 
-/// Creates the NIC, the OS disk and the VM; the resource group must exist.
-pub(crate) fn create_machine(state: &mut State, spec: &MachineSpec<'_>) -> String {
+/// Creates the NIC, the OS disk and the VM at `now` (the sandbox clock's); the resource group
+/// must exist.
+pub(crate) fn create_machine(state: &mut State, spec: &MachineSpec<'_>, now: Instant) -> String {
     let [vm_id, nic_id, disk_id] = machine_ids(spec.subscription, spec.resource_group, spec.name);
-    let now = Instant::now();
     let octet = 4 + state.resources.values().filter(|r| r.kind == Kind::NetworkInterface).count() % 250;
     let nic = json!({
         "name": format!("{}-nic", spec.name), "id": nic_id, "type": NIC_TYPE, "location": spec.location, "tags": spec.tags,
@@ -123,7 +123,7 @@ pub(crate) fn handle(ctx: &Ctx<'_>, rg: &str, ns: &str, ty: &str, tail: &[&str])
     if ctx.req.method != Method::GET {
         return super::not_modelled(ctx);
     }
-    let now = Instant::now();
+    let now = ctx.shared.now();
     let state = ctx.shared.state();
     match tail {
         [] => {

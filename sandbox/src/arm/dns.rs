@@ -1,8 +1,6 @@
 //! Microsoft.Network/dnsZones and record sets (API 2018-05-01). Zone PUTs are synchronous
 //! and return four name servers; record-set errors use DNS's un-wrapped error shape.
 
-use std::time::Instant;
-
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -170,7 +168,7 @@ async fn zone_op(ctx: &Ctx<'_>, rg: &str, zone: &str) -> Reply {
             }
             ctx.shared.sleep(Operation::DnsZonePut).await;
             let mut state = ctx.shared.state();
-            let now = Instant::now();
+            let now = ctx.shared.now();
             if let Some(existing) = state.resources.get_mut(&key) {
                 if let Some(tags) = body.get("tags") {
                     existing.body["tags"] = tags.clone();
@@ -222,7 +220,7 @@ async fn zone_op(ctx: &Ctx<'_>, rg: &str, zone: &str) -> Reply {
                 return Reply::empty(StatusCode::NO_CONTENT);
             }
             ctx.shared.state().remove_tree(&key);
-            let ready_at = Instant::now() + ctx.shared.scaled(Operation::DnsZoneDelete);
+            let ready_at = ctx.shared.now() + ctx.shared.scaled(Operation::DnsZoneDelete);
             let op = format!("delzone{}", uuid::Uuid::new_v4().simple());
             ctx.shared
                 .state()
@@ -231,7 +229,7 @@ async fn zone_op(ctx: &Ctx<'_>, rg: &str, zone: &str) -> Reply {
             let base = format!("/subscriptions/{}/resourceGroups/{rg}/providers/Microsoft.Network", ctx.sub);
             crate::wire::retry_after_headers(
                 Reply::empty(StatusCode::ACCEPTED),
-                ready_at.saturating_duration_since(Instant::now()),
+                ready_at.saturating_duration_since(ctx.shared.now()),
             )
             .with_header("azure-asyncoperation", ctx.url(&format!("{base}/dnsOperationStatuses/{op}")))
             .with_header("location", ctx.url(&format!("{base}/dnsOperationResults/{op}")))
@@ -307,7 +305,7 @@ async fn record_set_op(ctx: &Ctx<'_>, rg: &str, zone: &str, ty: &str, name: &str
                 format!("{zone_canonical_id}/{ty}/{name}"),
                 Kind::RecordSet,
                 rendered.clone(),
-                Instant::now(),
+                ctx.shared.now(),
             );
             rs.etag = etag.clone();
             state.resources.insert(key, rs);

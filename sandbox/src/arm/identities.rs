@@ -219,7 +219,7 @@ async fn federated_credential(ctx: &Ctx<'_>, rg: &str, identity: &str, name: &st
         state.fic_busy_until.insert(identity_key.clone(), now + delay);
     }
     if !delay.is_zero() {
-        tokio::time::sleep(delay).await;
+        ctx.shared.config.clock.sleep(delay).await;
     }
 
     let mut state = ctx.shared.state();

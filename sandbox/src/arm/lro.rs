@@ -18,8 +18,9 @@ pub(crate) fn start(ctx: &Ctx<'_>, kind: OperationKind, ready_at: Instant) -> St
     id
 }
 
-fn remaining(ready_at: Instant) -> std::time::Duration {
-    ready_at.saturating_duration_since(Instant::now())
+/// How long until `ready_at` on the sandbox clock.
+fn remaining(ctx: &Ctx<'_>, ready_at: Instant) -> std::time::Duration {
+    ready_at.saturating_duration_since(ctx.shared.now())
 }
 
 fn not_found(id: &str) -> Reply {
@@ -31,16 +32,17 @@ pub(crate) fn resource_group_delete_poll(ctx: &Ctx<'_>, token: &str) -> Reply {
         Some(op) if matches!(op.kind, OperationKind::ResourceGroupDelete) => op.ready_at,
         _ => return not_found(token),
     };
-    if Instant::now() < ready_at {
+    if ctx.shared.now() < ready_at {
         let location = ctx.url(&format!("/subscriptions/{}/operationresults/{token}", ctx.sub));
-        retry_after_headers(Reply::empty(StatusCode::ACCEPTED), remaining(ready_at)).with_header("location", location)
+        retry_after_headers(Reply::empty(StatusCode::ACCEPTED), remaining(ctx, ready_at))
+            .with_header("location", location)
     } else {
         Reply::empty(StatusCode::OK)
     }
 }
 
 pub(crate) fn storage_poll(ctx: &Ctx<'_>, id: &str) -> Reply {
-    let now = Instant::now();
+    let now = ctx.shared.now();
     let state = ctx.shared.state();
     let Some(op) = state.operations.get(id) else {
         return not_found(id);
@@ -50,7 +52,7 @@ pub(crate) fn storage_poll(ctx: &Ctx<'_>, id: &str) -> Reply {
     };
     if now < op.ready_at {
         let location = ctx.req.path.clone();
-        return retry_after_headers(Reply::empty(StatusCode::ACCEPTED), remaining(op.ready_at))
+        return retry_after_headers(Reply::empty(StatusCode::ACCEPTED), remaining(ctx, op.ready_at))
             .with_header("location", ctx.url(&format!("{location}?monitor=true")));
     }
     match state.resources.get(account_key) {
@@ -65,9 +67,9 @@ pub(crate) fn storage_poll(ctx: &Ctx<'_>, id: &str) -> Reply {
     }
 }
 
-fn async_status(ready_at: Instant) -> Reply {
-    if Instant::now() < ready_at {
-        retry_after_headers(Reply::json(StatusCode::OK, &json!({"status": "InProgress"})), remaining(ready_at))
+fn async_status(ctx: &Ctx<'_>, ready_at: Instant) -> Reply {
+    if ctx.shared.now() < ready_at {
+        retry_after_headers(Reply::json(StatusCode::OK, &json!({"status": "InProgress"})), remaining(ctx, ready_at))
     } else {
         Reply::json(StatusCode::OK, &json!({"status": "Succeeded"}))
     }
@@ -86,7 +88,7 @@ fn is_put(ctx: &Ctx<'_>, id: &str) -> bool {
 
 pub(crate) fn network_status(ctx: &Ctx<'_>, id: &str) -> Reply {
     match ready_at(ctx, id) {
-        Some(t) => async_status(t),
+        Some(t) => async_status(ctx, t),
         None => not_found(id),
     }
 }
@@ -94,7 +96,7 @@ pub(crate) fn network_status(ctx: &Ctx<'_>, id: &str) -> Reply {
 /// `operationResults`: 202 while running, then 204 (deletes) as in test_network_vnet.yaml.
 pub(crate) fn network_result(ctx: &Ctx<'_>, id: &str) -> Reply {
     match ready_at(ctx, id) {
-        Some(t) if Instant::now() < t => retry_after_headers(Reply::empty(StatusCode::ACCEPTED), remaining(t))
+        Some(t) if ctx.shared.now() < t => retry_after_headers(Reply::empty(StatusCode::ACCEPTED), remaining(ctx, t))
             .with_header("location", ctx.url(&ctx.req.path)),
         Some(_) if is_put(ctx, id) => Reply::empty(StatusCode::OK),
         Some(_) => Reply::empty(StatusCode::NO_CONTENT),

@@ -82,7 +82,7 @@ fn authenticate(shared: &Shared, req: &Req) -> Result<auth::Claims, Reply> {
             "The authentication scheme is not supported.",
         ));
     };
-    let now = jiff::Timestamp::now();
+    let now = shared.timestamp();
     let claims = match auth::verify(&shared.token_key, token, now.as_second()) {
         Ok(claims) => claims,
         Err(TokenError::Expired { exp }) => {
@@ -295,7 +295,7 @@ fn list_in_subscription(ctx: &Ctx<'_>, ns: &str, ty: &str) -> Reply {
             None => return not_modelled(ctx),
         },
     };
-    let now = std::time::Instant::now();
+    let now = ctx.shared.now();
     let state = ctx.shared.state();
     let value: Vec<serde_json::Value> =
         state.resources.values().filter(|r| r.kind == kind).map(|r| render(r, now)).collect();

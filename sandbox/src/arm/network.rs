@@ -127,7 +127,7 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, rg: &str, ty: &str, tail: &[&str]) -> 
     match tail {
         [] => {
             let prefix = format!("/subscriptions/{}/resourcegroups/{}/", ctx.sub, rg).to_ascii_lowercase();
-            let now = Instant::now();
+            let now = ctx.shared.now();
             let state = ctx.shared.state();
             let value: Vec<Value> = state
                 .resources
@@ -144,7 +144,7 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, rg: &str, ty: &str, tail: &[&str]) -> 
             match state.resources.get(&key) {
                 Some(r) => Reply::json(
                     StatusCode::OK,
-                    &json!({"value": render(r, Instant::now(), false)["properties"][child]}),
+                    &json!({"value": render(r, ctx.shared.now(), false)["properties"][child]}),
                 ),
                 None => resource_not_found(full_type, name, rg),
             }
@@ -187,7 +187,7 @@ fn async_headers(
     with_location: bool,
 ) -> Reply {
     let base = format!("/subscriptions/{}/providers/Microsoft.Network/locations/{location}", ctx.sub);
-    let mut reply = retry_after_headers(reply, ready_at.saturating_duration_since(Instant::now()))
+    let mut reply = retry_after_headers(reply, ready_at.saturating_duration_since(ctx.shared.now()))
         .with_header("azure-asyncoperation", ctx.url(&format!("{base}/operations/{op}")))
         .with_header("azure-asyncnotification", "Enabled");
     if with_location {
@@ -220,7 +220,7 @@ async fn parent(ctx: &Ctx<'_>, rg: &str, full_type: &str, kind: Kind, name: &str
     let key = id.to_ascii_lowercase();
     match ctx.req.method {
         Method::GET => {
-            let found = ctx.shared.state().resources.get(&key).map(|r| render(r, Instant::now(), false));
+            let found = ctx.shared.state().resources.get(&key).map(|r| render(r, ctx.shared.now(), false));
             ctx.shared.sleep(Operation::ArmRead).await;
             match found {
                 Some(body) => {
@@ -288,7 +288,7 @@ async fn parent(ctx: &Ctx<'_>, rg: &str, full_type: &str, kind: Kind, name: &str
                 properties["enableDdosProtection"] = json!(false);
             }
             ctx.shared.sleep(Operation::NetworkPut).await;
-            let now = Instant::now();
+            let now = ctx.shared.now();
             let ready_at = now + ctx.shared.scaled(Operation::NetworkProvisioning);
             let rendered = {
                 let mut state = ctx.shared.state();
@@ -346,7 +346,7 @@ async fn delete(ctx: &Ctx<'_>, key: &str, child: Option<(&str, &str)>) -> Reply 
         }
         location
     };
-    let ready_at = Instant::now() + ctx.shared.scaled(Operation::NetworkDeleteProvisioning);
+    let ready_at = ctx.shared.now() + ctx.shared.scaled(Operation::NetworkDeleteProvisioning);
     let op = super::lro::start(ctx, OperationKind::Network { is_delete: true }, ready_at);
     async_headers(ctx, Reply::empty(StatusCode::ACCEPTED), &location, &op, ready_at, true)
 }
@@ -363,7 +363,7 @@ async fn child_op(ctx: &Ctx<'_>, rg: &str, full_type: &str, name: &str, field: &
         Method::GET => {
             let state = ctx.shared.state();
             let Some(res) = state.resources.get(&key) else { return resource_not_found(full_type, name, rg) };
-            let body = render(res, Instant::now(), false);
+            let body = render(res, ctx.shared.now(), false);
             match body["properties"][field]
                 .as_array()
                 .and_then(|a| a.iter().find(|i| i["name"].as_str().is_some_and(|n| eq(n, child_name))))
@@ -388,7 +388,7 @@ async fn child_op(ctx: &Ctx<'_>, rg: &str, full_type: &str, name: &str, field: &
                 return r;
             }
             ctx.shared.sleep(Operation::NetworkPut).await;
-            let now = Instant::now();
+            let now = ctx.shared.now();
             let ready_at = now + ctx.shared.scaled(Operation::NetworkProvisioning);
             let (status, rendered, location) = {
                 let mut state = ctx.shared.state();

@@ -3,8 +3,6 @@
 //! `POST /subscriptions/{sub}/providers/{ns}/register`, which reports `Registering`
 //! for a while, then `Registered` (reference/azure-rest-facts.md §1).
 
-use std::time::Instant;
-
 use http::{Method, StatusCode};
 use serde_json::json;
 
@@ -27,7 +25,7 @@ fn registration_state(shared: &Shared, ns: &str) -> &'static str {
         return "Registered";
     }
     match shared.state().provider_registrations.get(&ns.to_ascii_lowercase()) {
-        Some(done_at) if Instant::now() >= *done_at => "Registered",
+        Some(done_at) if shared.now() >= *done_at => "Registered",
         Some(_) => "Registering",
         None => "NotRegistered",
     }
@@ -60,7 +58,7 @@ pub(crate) fn register(ctx: &Ctx<'_>, ns: &str) -> Reply {
         return method_not_allowed(&ctx.req.method);
     }
     if starts_unregistered(ctx.shared, ns) {
-        let done_at = Instant::now() + ctx.shared.config.provider_registration;
+        let done_at = ctx.shared.now() + ctx.shared.config.provider_registration;
         ctx.shared.state().provider_registrations.entry(ns.to_ascii_lowercase()).or_insert(done_at);
     }
     render(ctx, ns)

@@ -1,8 +1,6 @@
 //! Microsoft.Resources/resourceGroups: synchronous PUT, GET/HEAD, and a DELETE that runs
 //! as a `Location` long-running operation and takes the group's contents with it.
 
-use std::time::Instant;
-
 use base64::Engine;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -127,7 +125,7 @@ async fn put(ctx: &Ctx<'_>, rg: &str, key: &str) -> Reply {
     ctx.shared.sleep(Operation::ResourceGroupPut).await;
 
     let mut state = ctx.shared.state();
-    let now = Instant::now();
+    let now = ctx.shared.now();
     if let Some(existing) = state.resources.get_mut(key) {
         if !is_patch || body.get("tags").is_some() {
             existing.body["tags"] = body.get("tags").cloned().unwrap_or_else(|| json!({}));
@@ -161,7 +159,7 @@ async fn delete(ctx: &Ctx<'_>, rg: &str, key: &str) -> Reply {
         let Some(res) = state.resources.get_mut(key) else {
             return resource_group_not_found(rg);
         };
-        let done_at = *res.deleting_until.get_or_insert_with(|| Instant::now() + delay);
+        let done_at = *res.deleting_until.get_or_insert_with(|| ctx.shared.now() + delay);
         (res.body["location"].as_str().unwrap_or("westus").to_string(), done_at)
     };
     let job = json!({
@@ -180,7 +178,7 @@ async fn delete(ctx: &Ctx<'_>, rg: &str, key: &str) -> Reply {
     }
     ctx.shared.sleep(Operation::ArmRead).await;
     let url = ctx.url(&format!("/subscriptions/{}/operationresults/{token}", ctx.sub));
-    retry_after_headers(Reply::empty(StatusCode::ACCEPTED), done_at.saturating_duration_since(Instant::now()))
+    retry_after_headers(Reply::empty(StatusCode::ACCEPTED), done_at.saturating_duration_since(ctx.shared.now()))
         .with_header("location", url)
 }
 

@@ -178,7 +178,7 @@ async fn put(ctx: &Ctx<'_>, scope: &str, name: &str) -> Reply {
     if state.resources.values().any(|r| r.kind == Kind::RoleAssignment && same(r)) {
         return arm_error(StatusCode::CONFLICT, "RoleAssignmentExists", "The role assignment already exists.");
     }
-    let now = jiff::Timestamp::now().to_string();
+    let now = ctx.shared.timestamp().to_string();
     let caller = ctx.shared.caller_object_id(ctx.req);
     let rendered = json!({
         "properties": {

@@ -101,7 +101,7 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, rg: &str, tail: &[&str]) -> Reply {
 
 fn list(ctx: &Ctx<'_>, rg: &str) -> Reply {
     let prefix = format!("/subscriptions/{}/resourcegroups/{}/", ctx.sub, rg).to_ascii_lowercase();
-    let now = Instant::now();
+    let now = ctx.shared.now();
     let state = ctx.shared.state();
     let value: Vec<Value> = state
         .resources
@@ -120,7 +120,7 @@ async fn account(ctx: &Ctx<'_>, rg: &str, name: &str) -> Reply {
     let key = account_key(&ctx.sub, rg, name);
     match ctx.req.method {
         Method::GET => {
-            let found = ctx.shared.state().resources.get(&key).map(|r| render_account(r, Instant::now()));
+            let found = ctx.shared.state().resources.get(&key).map(|r| render_account(r, ctx.shared.now()));
             ctx.shared.sleep(Operation::ArmRead).await;
             match found {
                 Some(body) => Reply::json_with_type(StatusCode::OK, &body, "application/json"),
@@ -156,7 +156,7 @@ async fn put_account(ctx: &Ctx<'_>, rg: &str, name: &str, key: &str) -> Reply {
         Err(r) => return r,
     };
     let is_patch = ctx.req.method == Method::PATCH;
-    let now = Instant::now();
+    let now = ctx.shared.now();
     let updated = {
         let mut state = ctx.shared.state();
         if let Err(r) = live_rg_name(&state, &ctx.sub, rg) {
@@ -223,7 +223,7 @@ async fn put_account(ctx: &Ctx<'_>, rg: &str, name: &str, key: &str) -> Reply {
         let provisioning =
             ctx.shared.scaled(Operation::StorageAccountPut) + ctx.shared.scaled(Operation::StorageAccountProvisioning);
         let id = format!("/subscriptions/{}/resourceGroups/{rg_name}/providers/{ACCOUNT_TYPE}/{name}", ctx.sub);
-        let created = jiff::Timestamp::now().to_string();
+        let created = ctx.shared.timestamp().to_string();
         let kind = body["kind"].as_str().unwrap_or("StorageV2");
         let props = &body["properties"];
         let mut properties = json!({
@@ -290,7 +290,7 @@ async fn put_account(ctx: &Ctx<'_>, rg: &str, name: &str, key: &str) -> Reply {
         ctx.sub,
         location.to_ascii_lowercase().replace(' ', "")
     ));
-    retry_after_headers(Reply::empty(StatusCode::ACCEPTED), ready_at.saturating_duration_since(Instant::now()))
+    retry_after_headers(Reply::empty(StatusCode::ACCEPTED), ready_at.saturating_duration_since(ctx.shared.now()))
         .with_header("location", url)
         .with_header("content-type", "text/plain; charset=utf-8")
 }
@@ -525,7 +525,7 @@ async fn container_op(ctx: &Ctx<'_>, rg: &str, name: &str, container: &str) -> R
                         ContainerData {
                             public_access: public,
                             etag: crate::state::blobs_etag(),
-                            last_modified: jiff::Timestamp::now(),
+                            last_modified: ctx.shared.timestamp(),
                             blobs: Default::default(),
                         },
                     );

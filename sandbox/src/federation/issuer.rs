@@ -53,6 +53,7 @@ async fn get_json(client: &reqwest::Client, url: &str) -> Result<Value, AadstsEr
         if !transient || attempt == ATTEMPTS {
             break;
         }
+        // Real time: a retry of a network read, not a window of the modelled service.
         tokio::time::sleep(Duration::from_millis(50 * u64::from(attempt))).await;
     }
     Err(AadstsError::issuer_unreachable())

@@ -43,7 +43,7 @@ pub(crate) async fn exchange(
 ) -> Result<FederatedToken, AadstsError> {
     errors::check_scope(scope)?;
     let assertion = assertion::Assertion::parse(assertion)?;
-    assertion.check_time(jiff::Timestamp::now().as_second())?;
+    assertion.check_time(shared.timestamp().as_second())?;
     let trusted = {
         let state = shared.state();
         records::match_credential(&state, &shared.config.tenant_id, client_id, &assertion)?

@@ -73,7 +73,9 @@ pub(crate) fn poke(hs: &Arc<Hypershift>, key: Key) {
 
 async fn run(hs: Arc<Hypershift>, key: Key, mut rx: mpsc::Receiver<()>) {
     let mut reconciler = match key.kind {
-        Kind::Cluster => Reconciler::Cluster(Box::new(ClusterReconciler::new(&key.namespace, &key.name))),
+        Kind::Cluster => {
+            Reconciler::Cluster(Box::new(ClusterReconciler::new(&key.namespace, &key.name, hs.shared.now())))
+        }
         Kind::NodePool => Reconciler::NodePool(NodePoolReconciler::new(&key.namespace, &key.name)),
         Kind::ExternalDns => Reconciler::ExternalDns(ExternalDnsReconciler::new(&key.namespace, &key.name)),
     };
@@ -98,7 +100,9 @@ async fn run(hs: Arc<Hypershift>, key: Key, mut rx: mpsc::Receiver<()>) {
         };
         let sleep = async {
             match delay {
-                Some(d) => tokio::time::sleep(d).await,
+                // Until the sandbox clock gets there: a simulated clock is not pushed forward
+                // by a controller looking again, only by the test or the requests it answers.
+                Some(d) => hs.shared.clock().until(hs.shared.now() + d).await,
                 None => std::future::pending::<()>().await,
             }
         };

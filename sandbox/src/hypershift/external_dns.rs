@@ -171,8 +171,10 @@ impl ExternalDnsReconciler {
         let secret_name = secret_name(&deployment);
         let secret = hs.mgmt.get("secrets", Some(&self.namespace), &secret_name);
         let version = secret.as_ref().map(|s| s["metadata"]["resourceVersion"].to_string()).unwrap_or_default();
-        let stale =
-            self.sign_in.as_ref().is_none_or(|(v, at, r)| *v != version || (r.is_err() && at.elapsed() >= hs.retry()));
+        let stale = self
+            .sign_in
+            .as_ref()
+            .is_none_or(|(v, at, r)| *v != version || (r.is_err() && hs.shared.clock().since(*at) >= hs.retry()));
         let mut credentials = None;
         if stale {
             let result = match &secret {
@@ -186,7 +188,7 @@ impl ExternalDnsReconciler {
                         signed
                     }),
             };
-            self.sign_in = Some((version, Instant::now(), result));
+            self.sign_in = Some((version, hs.shared.now(), result));
         } else if let Ok(secret) = &secret {
             credentials = super::secret_data(secret, "credentials").and_then(|raw| parse_credentials(&raw).ok());
         }
@@ -216,9 +218,9 @@ impl ExternalDnsReconciler {
             }
         }
         match (&result, credentials) {
-            (Err(_), _) => {
-                Next::After(hs.retry().saturating_sub(at.elapsed()).max(std::time::Duration::from_millis(1)))
-            }
+            (Err(_), _) => Next::After(
+                hs.retry().saturating_sub(hs.shared.clock().since(at)).max(std::time::Duration::from_millis(1)),
+            ),
             (Ok(principal), Some(c)) => {
                 self.write_records(hs, &deployment, &c, principal);
                 Next::Wait
@@ -293,7 +295,7 @@ impl ExternalDnsReconciler {
                     p["targetResource"] = json!({});
                     let etag = uuid::Uuid::new_v4().to_string();
                     let body = json!({"id": id, "name": relative, "type": format!("Microsoft.Network/dnszones/{ty}"), "etag": etag, "properties": p});
-                    let mut rs = Resource::new(id.clone(), Kind::RecordSet, body, Instant::now());
+                    let mut rs = Resource::new(id.clone(), Kind::RecordSet, body, hs.shared.now());
                     rs.etag = etag;
                     state.resources.insert(id.to_ascii_lowercase(), rs);
                 }

@@ -13,6 +13,7 @@ use super::actors::Next;
 use super::hostedcluster::ClusterReconciler;
 use super::nodepool::{NODE_POOL_TAG, NodePoolReconciler, remove_nodes, tag_value};
 use super::{HOSTED_CLUSTERS, Hypershift, NODE_POOLS, control_plane, hosted_api};
+use crate::Clock;
 use crate::arm::compute;
 
 /// A node pool's machines being deleted, at real timing.
@@ -20,9 +21,10 @@ const MACHINE_TEARDOWN: Duration = Duration::from_secs(30);
 /// The control plane's teardown once the node pools are gone.
 const CONTROL_PLANE_TEARDOWN: Duration = Duration::from_secs(20);
 
-/// Time left before a teardown that began at `since` (set now when unset) is done.
-fn remaining(since: &mut Option<Instant>, total: Duration) -> Duration {
-    total.saturating_sub(since.get_or_insert_with(Instant::now).elapsed())
+/// Time left before a teardown that began at `since` (set now when unset) is done, on the
+/// sandbox clock.
+fn remaining(clock: &Clock, since: &mut Option<Instant>, total: Duration) -> Duration {
+    total.saturating_sub(clock.since(*since.get_or_insert_with(|| clock.now())))
 }
 
 pub(crate) fn node_pool(hs: &Arc<Hypershift>, rec: &mut NodePoolReconciler, np: &Value) -> Next {
@@ -33,7 +35,7 @@ pub(crate) fn node_pool(hs: &Arc<Hypershift>, rec: &mut NodePoolReconciler, np: 
     let has_machines = !compute::machines_tagged(&hs.shared.state(), NODE_POOL_TAG, &tag).is_empty();
     // Deleting machines takes time; a pool without any goes at once.
     if has_machines {
-        let left = remaining(&mut rec.deleting_since, hs.scaled(MACHINE_TEARDOWN));
+        let left = remaining(hs.shared.clock(), &mut rec.deleting_since, hs.scaled(MACHINE_TEARDOWN));
         if !left.is_zero() {
             return Next::After(left);
         }
@@ -67,7 +69,7 @@ pub(crate) async fn hosted_cluster(hs: &Arc<Hypershift>, rec: &mut ClusterReconc
     // A cluster that never got a control plane has nothing to tear down.
     let started = hs.mgmt.get("namespaces", None, &cp).is_ok() || hs.hosted_handle(&rec.key).is_some();
     if started {
-        let left = remaining(&mut rec.deleting_since, hs.scaled(CONTROL_PLANE_TEARDOWN));
+        let left = remaining(hs.shared.clock(), &mut rec.deleting_since, hs.scaled(CONTROL_PLANE_TEARDOWN));
         if !left.is_zero() {
             return Next::After(left);
         }

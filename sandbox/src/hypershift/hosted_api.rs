@@ -124,6 +124,7 @@ pub(crate) async fn ensure_server(hs: &Hypershift, key: &str, hc: &Value) -> Res
         faults: crate::FaultModel::none(),
         pod_startup: mgmt_config.pod_startup,
         seed_cluster: false,
+        clock: hs.shared.clock().clone(),
     };
     let server = KubeApiServer::start_with_ca(config, &hs.ca).await.map_err(|e| e.to_string())?;
     let handle = server.handle();

@@ -77,12 +77,13 @@ fn announce_availability(hs: &Hypershift, hc: &Value, status: &Value) {
 }
 
 impl ClusterReconciler {
-    pub(crate) fn new(namespace: &str, name: &str) -> ClusterReconciler {
+    /// A reconciler for a HostedCluster first seen at `now` (the sandbox clock's).
+    pub(crate) fn new(namespace: &str, name: &str, now: Instant) -> ClusterReconciler {
         ClusterReconciler {
             namespace: namespace.to_string(),
             name: name.to_string(),
             key: format!("{namespace}/{name}"),
-            first_seen: Instant::now(),
+            first_seen: now,
             sign_in: None,
             deleting_since: None,
         }
@@ -95,7 +96,7 @@ impl ClusterReconciler {
         if super::deleting(&hc) {
             return super::finalizers::hosted_cluster(hs, self, &hc).await;
         }
-        if let Some(left) = super::paused_for(&hc) {
+        if let Some(left) = super::paused_for(&hc, hs.shared.timestamp()) {
             return super::while_paused(left);
         }
         if !super::has_finalizer(&hc) {
@@ -133,7 +134,7 @@ impl ClusterReconciler {
         }
         let becomes_available = !was_available && available(&json!({ "status": &status }));
         if super::write_status(&hs.mgmt, HOSTED_CLUSTERS, &hc, status) && becomes_available {
-            hs.available_at.lock().expect("available lock").insert(self.key.clone(), jiff::Timestamp::now());
+            hs.available_at.lock().expect("available lock").insert(self.key.clone(), hs.shared.timestamp());
         }
         next
     }
@@ -156,7 +157,7 @@ impl ClusterReconciler {
             c.set("Progressing", "True", reason, message);
             c.set("Degraded", "False", "AsExpected", "");
         };
-        let validate_in = hs.scaled(VALIDATION).saturating_sub(self.first_seen.elapsed());
+        let validate_in = hs.scaled(VALIDATION).saturating_sub(hs.shared.clock().since(self.first_seen));
         if !validate_in.is_zero() {
             waiting(c, "WaitingForAvailable", "Waiting for hosted control plane to be healthy");
             return (Next::After(validate_in), false);
@@ -240,13 +241,12 @@ impl ClusterReconciler {
         let issuer = hc["spec"]["issuerURL"].as_str().unwrap_or_default();
         let fingerprint =
             format!("{}|{issuer}|{identities_json}|{}", hc["metadata"]["generation"], identities::key_id(&key));
-        let stale = self
-            .sign_in
-            .as_ref()
-            .is_none_or(|s| s.fingerprint != fingerprint || (s.result.is_err() && s.at.elapsed() >= hs.retry()));
+        let stale = self.sign_in.as_ref().is_none_or(|s| {
+            s.fingerprint != fingerprint || (s.result.is_err() && hs.shared.clock().since(s.at) >= hs.retry())
+        });
         if stale {
             let result = identities::sign_in_all(&hs.shared, identities_json, issuer, &key).await;
-            self.sign_in = Some(SignIn { fingerprint, at: Instant::now(), result });
+            self.sign_in = Some(SignIn { fingerprint, at: hs.shared.now(), result });
         }
         let sign_in = self.sign_in.as_ref().expect("set above");
         match &sign_in.result {
@@ -255,7 +255,8 @@ impl ClusterReconciler {
                 c.set("Available", "False", "WorkloadIdentityAuthenticationFailed", &message);
                 c.set("Progressing", "False", "WorkloadIdentityAuthenticationFailed", &message);
                 c.set("Degraded", "True", "WorkloadIdentityAuthenticationFailed", &message);
-                let again = hs.retry().saturating_sub(sign_in.at.elapsed()).max(Duration::from_millis(1));
+                let again =
+                    hs.retry().saturating_sub(hs.shared.clock().since(sign_in.at)).max(Duration::from_millis(1));
                 (Next::After(again), false)
             }
             Ok(_) => {

@@ -127,9 +127,8 @@ pub(crate) fn key_id(key: &RsaPrivateKey) -> String {
     URL_SAFE_NO_PAD.encode(Sha256::digest(der))
 }
 
-/// A projected service-account token for `namespace/name`.
-fn service_account_token(key: &RsaPrivateKey, issuer: &str, namespace: &str, name: &str) -> String {
-    let now = jiff::Timestamp::now().as_second();
+/// A projected service-account token for `namespace/name`, issued at `now` (seconds).
+fn service_account_token(key: &RsaPrivateKey, issuer: &str, namespace: &str, name: &str, now: i64) -> String {
     let header = json!({"alg": "RS256", "kid": key_id(key)});
     let claims = json!({
         "aud": [AUDIENCE],
@@ -160,7 +159,7 @@ pub(crate) async fn sign_in_all(
             continue;
         };
         for (namespace, name) in component.service_accounts {
-            let token = service_account_token(key, issuer, namespace, name);
+            let token = service_account_token(key, issuer, namespace, name, shared.timestamp().as_second());
             if let Err(error) = federation::exchange(shared, client_id, &token, ARM_SCOPE).await {
                 return Err(Failure {
                     component: component.key,

@@ -221,11 +221,11 @@ pub(crate) fn deleting(obj: &Value) -> bool {
 /// pauses until the field is removed, an RFC 3339 time until then. A paused object is left
 /// alone by its reconciler (no finalizer, no status), which is what lets people and tests take
 /// a HostedCluster or NodePool out of the operator's hands.
-pub(crate) fn paused_for(obj: &Value) -> Option<Option<std::time::Duration>> {
+pub(crate) fn paused_for(obj: &Value, now: jiff::Timestamp) -> Option<Option<std::time::Duration>> {
     match obj["spec"]["pausedUntil"].as_str()? {
         "true" => Some(None),
         until => {
-            let left = until.parse::<jiff::Timestamp>().ok()?.duration_since(jiff::Timestamp::now());
+            let left = until.parse::<jiff::Timestamp>().ok()?.duration_since(now);
             std::time::Duration::try_from(left).ok().filter(|d| !d.is_zero()).map(Some)
         }
     }
@@ -332,15 +332,15 @@ mod tests {
     use super::*;
 
     fn paused_until(value: &str) -> Option<Option<std::time::Duration>> {
-        paused_for(&json!({"spec": {"pausedUntil": value}}))
+        paused_for(&json!({"spec": {"pausedUntil": value}}), "2026-06-01T00:00:00Z".parse().unwrap())
     }
 
     #[test]
     fn paused_until_true_holds_until_removed_and_a_time_until_it_passes() {
         assert_eq!(paused_until("true"), Some(None));
-        assert!(paused_until("2999-01-01T00:00:00Z").is_some_and(|left| left.is_some()));
-        assert_eq!(paused_until("2001-01-01T00:00:00Z"), None);
+        assert_eq!(paused_until("2026-06-01T00:01:00Z"), Some(Some(std::time::Duration::from_secs(60))));
+        assert_eq!(paused_until("2026-06-01T00:00:00Z"), None, "a pause that ends now holds no more");
         assert_eq!(paused_until("false"), None);
-        assert_eq!(paused_for(&json!({"spec": {}})), None);
+        assert_eq!(paused_for(&json!({"spec": {}}), jiff::Timestamp::UNIX_EPOCH), None);
     }
 }

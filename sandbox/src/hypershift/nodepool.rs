@@ -92,7 +92,7 @@ impl NodePoolReconciler {
         if super::deleting(&np) {
             return super::finalizers::node_pool(hs, self, &np);
         }
-        if let Some(left) = super::paused_for(&np) {
+        if let Some(left) = super::paused_for(&np, hs.shared.timestamp()) {
             return super::while_paused(left);
         }
         if !super::has_finalizer(&np) {
@@ -151,7 +151,7 @@ impl NodePoolReconciler {
             text(&azure["azureAuthenticationConfig"]["workloadIdentities"]["nodePoolManagement"]["clientID"]);
         let rg_scope = format!("/subscriptions/{sub}/resourceGroups/{rg}");
 
-        let now = Instant::now();
+        let now = hs.shared.now();
         let machines = {
             let mut state = hs.shared.state();
             let mut machines = compute::machines_tagged(&state, NODE_POOL_TAG, &pool_tag);
@@ -194,7 +194,7 @@ impl NodePoolReconciler {
                         }),
                         ready_at,
                     };
-                    let id = compute::create_machine(&mut state, &spec);
+                    let id = compute::create_machine(&mut state, &spec, now);
                     machines.push((id, name, ready_at));
                 }
             }

@@ -641,7 +641,10 @@ fn start_pod(shared: Arc<KubeShared>, pod: &Value) {
     let delay: Duration = shared.config.latency.scale_duration(shared.config.pod_startup);
     let containers = pod["spec"]["containers"].as_array().cloned().unwrap_or_default();
     tokio::spawn(async move {
-        tokio::time::sleep(delay).await;
+        // The kubelet works in the background: it waits for the clock to get there rather
+        // than moving a simulated clock forward itself.
+        let ready_at = shared.config.clock.now() + delay;
+        shared.config.clock.until(ready_at).await;
         let Some(res) = def(&shared, "pods") else { return };
         let current = objects::get(&shared.store(), &res, ns.as_deref(), &name);
         let Ok(current) = current else { return };

@@ -161,8 +161,8 @@ async fn answer(
     req: Request<Incoming>,
     stop: signal::Receiver<bool>,
 ) -> Result<Response<KubeBody>, Reset> {
-    let started = Instant::now();
-    let timestamp = jiff::Timestamp::now();
+    let started = shared.config.clock.now();
+    let timestamp = shared.config.clock.timestamp();
     let (parts, body) = req.into_parts();
     let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
     let path = parts.uri.path().to_string();
@@ -189,7 +189,7 @@ async fn answer(
                     KubeReply::error(&KubeError::internal("Internal error occurred: etcdserver: request timed out"))
                 }
                 Fault::Slow(extra) => {
-                    tokio::time::sleep(extra).await;
+                    shared.config.clock.sleep(extra).await;
                     route(&shared, identity, &req, stop, false).await
                 }
                 Fault::None => route(&shared, identity, &req, stop, false).await,
@@ -253,7 +253,7 @@ fn log(
         client_id: (!identity.username.is_empty()).then(|| identity.username.clone()),
         request_id: audit_id.to_string(),
         timestamp,
-        duration: started.elapsed(),
+        duration: shared.config.clock.since(started),
     });
 }
 

@@ -69,6 +69,9 @@ pub struct KubeApiConfig {
     pub pod_startup: Duration,
     /// Seed the namespaces and node a fresh cluster has.
     pub seed_cluster: bool,
+    /// What pod start-up, watch timeouts and slow answers are measured against. A
+    /// [`Sandbox`](crate::Sandbox) gives its management and hosted clusters its own clock.
+    pub clock: crate::Clock,
 }
 
 fn random_token() -> String {
@@ -88,6 +91,7 @@ impl Default for KubeApiConfig {
             faults: FaultModel::none(),
             pod_startup: Duration::from_secs(5),
             seed_cluster: true,
+            clock: crate::Clock::default(),
         }
     }
 }

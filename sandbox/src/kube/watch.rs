@@ -145,6 +145,7 @@ pub(crate) fn start(
     };
     let timeout = params.timeout;
     let cut_after = params.cut_after;
+    let shared_clock = shared.config.clock.clone();
     tokio::spawn(async move {
         for chunk in initial {
             if tx.send(Ok(chunk)).await.is_err() {
@@ -154,9 +155,12 @@ pub(crate) fn start(
         if expired {
             return;
         }
-        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        let cut_at = cut_after.map(|t| tokio::time::Instant::now() + t);
-        let far = tokio::time::Instant::now() + Duration::from_secs(365 * 86400);
+        // The watch's timeoutSeconds and a fault's cut are read on the server's clock; the
+        // bookmark ticker below is a keep-alive and stays on real time.
+        let clock = shared_clock;
+        let deadline = timeout.map(|t| clock.now() + t);
+        let cut_at = cut_after.map(|t| clock.now() + t);
+        let far = clock.now() + Duration::from_secs(365 * 86400);
         let mut ticker = tokio::time::interval(BOOKMARK_EVERY);
         ticker.tick().await;
         loop {
@@ -186,8 +190,8 @@ pub(crate) fn start(
                         return;
                     }
                 }
-                _ = tokio::time::sleep_until(deadline.unwrap_or(far)) => return,
-                _ = tokio::time::sleep_until(cut_at.unwrap_or(far)) => {
+                _ = clock.until(deadline.unwrap_or(far)) => return,
+                _ = clock.until(cut_at.unwrap_or(far)) => {
                     let _ = tx.send(Err(Cut)).await;
                     return;
                 }
