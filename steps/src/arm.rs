@@ -249,7 +249,7 @@ impl StepKind for Arm {
         let subscription = inputs.subscription_id.clone().or_else(|| client.subscription_id.clone());
         let id = resource_id::resolve(id, subscription.as_deref())?;
         let cancel = tokio_util::sync::CancellationToken::new();
-        let mut session = ArmSession::new(&client, &cancel);
+        let mut session = ArmSession::new(&client, &cancel, runbook_clock::Clock::process());
         crate::azure::preflight::storage_account_name(&mut session, &id).await
     }
 
@@ -258,7 +258,7 @@ impl StepKind for Arm {
         inputs.check_applicable()?;
         let client = self.client().await?;
         let subscription = inputs.subscription_id.clone().or_else(|| client.subscription_id.clone());
-        let mut session = ArmSession::new(&client, &ctx.cancel);
+        let mut session = ArmSession::new(&client, &ctx.cancel, ctx.clock.clone());
         let produced = match perform(&mut session, &inputs, subscription.as_deref()).await {
             Ok(produced) => produced,
             Err(mut error) => {

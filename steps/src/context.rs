@@ -1,6 +1,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use runbook_clock::Clock;
 use tokio_util::sync::CancellationToken;
 
 use crate::gate::Approval;
@@ -29,6 +30,9 @@ pub struct StepContext {
     pub output_specs: Arc<std::collections::BTreeMap<String, crate::OutputSpec>>,
     /// A journaled approval of this gate, if an operator gave one.
     pub approval: Option<Approval>,
+    /// The run's clock: every wait, deadline and timestamp of a step reads it, so a run on a
+    /// simulated clock waits out a long Retry-After or a deadline without sleeping.
+    pub clock: Clock,
 }
 
 /// No templates at all: for steps run outside a runbook (the stand-ins' inner steps, tests).
@@ -41,8 +45,8 @@ impl TemplateSource for NoTemplates {
 }
 
 impl StepContext {
-    /// A first attempt in `work_dir` with no templates, secrets, declared outputs or approval;
-    /// the `with_*` methods add what a caller has.
+    /// A first attempt in `work_dir` with no templates, secrets, declared outputs or approval,
+    /// on the process's clock; the `with_*` methods add what a caller has.
     pub fn new(run_id: impl Into<String>, step_id: impl Into<String>, work_dir: impl Into<PathBuf>) -> Self {
         StepContext {
             run_id: run_id.into(),
@@ -55,7 +59,14 @@ impl StepContext {
             secrets: Arc::new(Vec::new()),
             output_specs: Arc::new(std::collections::BTreeMap::new()),
             approval: None,
+            clock: Clock::process(),
         }
+    }
+
+    /// The clock the step waits on and stamps with (the engine passes its own).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     pub fn with_templates(mut self, templates: Arc<dyn TemplateSource>) -> Self {

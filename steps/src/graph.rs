@@ -251,7 +251,7 @@ async fn perform(
             let object_id = required(&inputs.object_id, "object_id", action)?;
             let default_name = format!("runbook:{}/{}", ctx.run_id, ctx.step_id);
             let display_name = inputs.credential_display_name.as_deref().unwrap_or(&default_name).to_string();
-            let end = graph_password::end_date_time(SystemTime::now(), inputs.valid_for()?);
+            let end = graph_password::end_date_time(SystemTime::from(ctx.clock.timestamp()), inputs.valid_for()?);
             let minted = graph_password::replace_password(session, object_id, &display_name, &end).await?;
             Ok(Produced::Password { object_id: object_id.to_string(), display_name, minted })
         }

@@ -92,6 +92,8 @@ impl StepKind for Http {
         let mut ca_files: Vec<(&Path, &str)> = Vec::new();
         ca_files.extend(input_ca.as_deref().map(|p| (p, "the step's ca_file")));
         ca_files.extend(env_ca.as_deref().map(|p| (p, CA_FILE_VAR)));
+        // The connect timeout is real time (a socket's wait, not the run's clock); waits between
+        // attempts are the engine's, on its clock.
         let builder = net::trusting(reqwest::Client::builder().connect_timeout(Duration::from_secs(10)), &ca_files)?;
         let client =
             builder.build().map_err(|e| StepError::permanent(format!("HTTP client: {}", net::error_chain(&e))))?;

@@ -176,7 +176,8 @@ async fn two_applications_with_the_name_fail_permanently() {
 #[tokio::test]
 async fn service_principal_waits_out_application_replication() {
     let mut config = SandboxConfig::instant();
-    config.application_replication_delay = Duration::from_millis(400);
+    // A window no test would sleep through: the sandbox clock is moved past it instead.
+    config.application_replication_delay = Duration::from_secs(1800);
     let rig = Rig::start(config).await;
     let app = rig.application("external-dns").await;
     let app_id = text(&app, "app_id");
@@ -187,7 +188,7 @@ async fn service_principal_waits_out_application_replication() {
     assert_eq!(early.code.as_deref(), Some("NoBackingApplicationObject"));
     assert!(early.evidence["request_id"].is_string(), "{}", early.evidence);
 
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    rig.sandbox.clock().advance(Duration::from_secs(1800));
     let sp = rig.run(inputs.clone()).await.expect("after replication");
     assert_eq!(sp.outputs["created"], json!(true));
     assert_eq!(text(&sp, "app_id"), app_id);

@@ -337,6 +337,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                 secrets: Arc::new(redactor.secrets().to_vec()),
                 output_specs: Arc::new(def.spec.outputs.clone()),
                 approval,
+                clock: clock.clone(),
             };
             let job = Job {
                 instance: instance.id.clone(),

@@ -5,6 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use runbook_clock::Clock;
+
 use serde_json::Value;
 
 use super::client::{AZURE_ASYNC_OPERATION, ArmResponse, LOCATION};
@@ -25,8 +27,8 @@ fn poll_delay(hint: Option<Duration>) -> Duration {
     hint.unwrap_or(DEFAULT_POLL).min(MAX_POLL)
 }
 
-fn check_deadline(started: Instant, doing: &str) -> Result<(), StepError> {
-    if started.elapsed() > MAX_WAIT {
+fn check_deadline(clock: &Clock, started: Instant, doing: &str) -> Result<(), StepError> {
+    if clock.since(started) > MAX_WAIT {
         return Err(StepError::new(
             ErrorClass::Timeout,
             format!("{doing}: the operation is still running after {} minutes", MAX_WAIT.as_secs() / 60),
@@ -88,12 +90,12 @@ async fn poll_until<T>(
     doing: &str,
     finished: impl Fn(&ArmResponse) -> Result<Option<T>, StepError>,
 ) -> Result<T, StepError> {
-    let started = Instant::now();
+    let started = session.clock().now();
     let mut delay = first;
     let mut failures = 0;
     loop {
         session.pause(poll_delay(delay)).await?;
-        check_deadline(started, doing)?;
+        check_deadline(session.clock(), started, doing)?;
         let response = match poll_once(session, &url, doing, &mut failures).await? {
             Ok(response) => response,
             Err(retry_after) => {
@@ -151,7 +153,7 @@ pub async fn settle(
     api_version: &str,
     first: Value,
 ) -> Result<Value, StepError> {
-    let started = Instant::now();
+    let started = session.clock().now();
     let mut body = first;
     let mut delay: Option<Duration> = None;
     loop {
@@ -175,7 +177,7 @@ pub async fn settle(
             Some(_) => {}
         }
         session.pause(poll_delay(delay.or(Some(Duration::from_secs(2))))).await?;
-        check_deadline(started, &format!("waiting for {path}"))?;
+        check_deadline(session.clock(), started, &format!("waiting for {path}"))?;
         let response = session.call(azure_core::http::Method::Get, path, api_version, None).await?;
         if !response.is_success() {
             return Err(errors::from_response(&response, "reading"));

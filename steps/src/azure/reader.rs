@@ -23,7 +23,7 @@ impl ArmReader {
 
     /// The resource at `path`, or None when ARM answers 404. Never sends anything but GET.
     pub async fn get(&self, path: &str, api_version: &str) -> Result<Option<Value>, StepError> {
-        let mut session = ArmSession::new(&self.client, &self.cancel);
+        let mut session = ArmSession::new(&self.client, &self.cancel, runbook_clock::Clock::process());
         let found = actions::get(&mut session, path, api_version, true).await;
         debug_assert!(!session.wrote, "a read wrote");
         found

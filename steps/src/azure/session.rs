@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use azure_core::http::{Method, Url};
+use runbook_clock::Clock;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -16,6 +17,8 @@ const MAX_TRACED: usize = 40;
 pub struct ArmSession<'a> {
     client: &'a ArmClient,
     cancel: &'a CancellationToken,
+    /// What pauses between polls and operation deadlines are measured on.
+    clock: Clock,
     trace: Vec<Value>,
     untraced: usize,
     /// Whether any PUT, POST, PATCH or DELETE was sent.
@@ -23,8 +26,13 @@ pub struct ArmSession<'a> {
 }
 
 impl<'a> ArmSession<'a> {
-    pub fn new(client: &'a ArmClient, cancel: &'a CancellationToken) -> Self {
-        ArmSession { client, cancel, trace: Vec::new(), untraced: 0, wrote: false }
+    pub fn new(client: &'a ArmClient, cancel: &'a CancellationToken, clock: Clock) -> Self {
+        ArmSession { client, cancel, clock, trace: Vec::new(), untraced: 0, wrote: false }
+    }
+
+    /// The clock this session waits on.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
     }
 
     /// A request to a resource path with an api-version.
@@ -74,10 +82,10 @@ impl<'a> ArmSession<'a> {
         result
     }
 
-    /// Waits, unless the run is cancelled first.
+    /// Waits `delay` of the session's clock, unless the run is cancelled first.
     pub async fn pause(&self, delay: Duration) -> Result<(), StepError> {
         tokio::select! {
-            _ = tokio::time::sleep(delay) => Ok(()),
+            _ = self.clock.sleep(delay) => Ok(()),
             _ = self.cancel.cancelled() => Err(StepError::new(ErrorClass::Cancelled, "cancelled")),
         }
     }

@@ -9,7 +9,8 @@ use azure_core::http::Transport;
 
 use crate::StepError;
 
-// The same limits azure_core gives its own reqwest client.
+// The same limits azure_core gives its own reqwest client. Real time, not the run's clock: they
+// bound a socket's wait for the network, which a simulated clock cannot hurry.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
 

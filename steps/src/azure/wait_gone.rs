@@ -4,7 +4,7 @@
 //! the engine's retry policy decides on it as on any other.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use azure_core::http::Method;
 use serde_json::Value;
@@ -65,7 +65,7 @@ pub async fn wait_gone(
     tags: &BTreeMap<String, String>,
     timeout: Duration,
 ) -> Result<Gone, StepError> {
-    let started = Instant::now();
+    let started = session.clock().now();
     let mut first_seen = None;
     let mut pause = FIRST_POLL;
     let mut polls = 0;
@@ -76,7 +76,8 @@ pub async fn wait_gone(
         if remaining.is_empty() {
             return Ok(Gone { first_seen: std::mem::take(first), polls });
         }
-        if started.elapsed() >= timeout {
+        let waited = session.clock().since(started);
+        if waited >= timeout {
             return Err(StepError::permanent(format!(
                 "after {}, {} of them still exist in {path}: {}",
                 humantime::format_duration(timeout),
@@ -86,7 +87,7 @@ pub async fn wait_gone(
             .with_code("ResourcesRemain")
             .with_hint("raise `timeout`, or look at what still holds them (the node pool's machines)"));
         }
-        session.pause(pause.min(timeout.saturating_sub(started.elapsed()))).await?;
+        session.pause(pause.min(timeout.saturating_sub(waited))).await?;
         pause = (pause * 2).min(MAX_POLL);
     }
 }

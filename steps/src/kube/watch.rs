@@ -59,7 +59,9 @@ where
     let mut initialized = false;
     let mut waiting_for = format!("{what}: nothing seen yet");
     let mut stream = watch_objects(api, config).default_backoff().boxed();
-    let deadline = tokio::time::sleep(timeout);
+    // On the run's clock: a simulated one ends the wait when it is moved past the deadline.
+    let clock = &session.ctx.clock;
+    let deadline = clock.until(clock.now() + timeout);
     tokio::pin!(deadline);
     loop {
         let next = tokio::select! {
