@@ -28,6 +28,7 @@ mod resume;
 mod retries;
 mod schema;
 mod secrets;
+mod simulated_time;
 mod standin_fence;
 mod support;
 mod timeline;

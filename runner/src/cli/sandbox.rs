@@ -22,6 +22,9 @@ pub struct SandboxOptions {
 
 pub fn config(options: &SandboxOptions) -> SandboxConfig {
     let mut config = SandboxConfig::scaled(options.latency_scale);
+    // The runner's clock: a rehearsal's sandbox measures its windows and latencies on the time
+    // the engine waits on and stamps the journal with (the system's outside tests).
+    config.clock = runbook_clock::Clock::process();
     config.taken_storage_account_names = options.taken_storage_accounts.clone();
     if options.faults {
         config.faults = FaultModel {
