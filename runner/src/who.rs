@@ -69,6 +69,7 @@ pub async fn who_signed_in(persona: Option<&str>, runbook: &crate::model::Runboo
         Some(principal) => principal,
         None => {
             let looked_up = match azure.load() {
+                // Real time: it bounds a network lookup, not a wait of the run.
                 Ok(settings) => tokio::time::timeout(
                     std::time::Duration::from_secs(15),
                     runbook_steps::signed_in_principal(&settings),

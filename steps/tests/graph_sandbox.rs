@@ -336,3 +336,15 @@ async fn a_sandbox_credential_never_reaches_the_real_graph() {
     assert_eq!(err.code.as_deref(), Some("AzureSettingsInvalid"));
     assert!(err.message.contains("RUNBOOK_GRAPH_ENDPOINT"), "{err}");
 }
+
+/// A password's end date counts from the run's clock, not the machine's.
+#[tokio::test]
+async fn a_password_ends_valid_for_after_the_runs_clock() {
+    let rig = Rig::start(SandboxConfig::instant()).await;
+    let app = rig.application("dated").await;
+    let clock = runbook_clock::Clock::simulated("2030-12-31T23:00:00Z".parse().unwrap());
+    let ctx = StepContext::new("run-1", "step", std::env::temp_dir()).with_clock(clock);
+    let inputs = json!({"action": "password", "object_id": text(&app, "object_id"), "valid_for": "30days"});
+    let minted = rig.graph.run(&ctx, &inputs).await.expect("password");
+    assert_eq!(text(&minted, "end_date_time"), "2031-01-30T23:00:00Z");
+}

@@ -28,6 +28,7 @@ impl HumanReporter {
         HumanReporter {
             mode,
             verbose,
+            // Real time: when progress appears on the terminal, not a time of the run.
             started: Instant::now(),
             multi: None,
             overall: None,
