@@ -5,6 +5,7 @@ mod audit_verify;
 mod az_cli;
 mod azure_flags;
 mod azure_target;
+mod bench_engine;
 mod bench_phase3;
 mod concurrency;
 mod crash_cleanup;

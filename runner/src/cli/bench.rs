@@ -44,13 +44,24 @@ fn fanout_runbook(n: usize) -> String {
     text
 }
 
+/// Where one invocation's time went: reading the runbook and expanding its plan, reading the
+/// journal's history (one verified pass that decodes the events a decision needs), and the
+/// engine (deciding each step, running or reusing it, journaling).
+#[derive(Clone, Copy, Debug, Default)]
+struct Timings {
+    total: Duration,
+    prepare: Duration,
+    history: Duration,
+    engine: Duration,
+}
+
 async fn run_once(
     env: &Env,
     journal: &Arc<Journal>,
     text: &str,
     overrides: Vec<(String, String)>,
     run_id: Option<&str>,
-) -> anyhow::Result<(Duration, String)> {
+) -> anyhow::Result<(Timings, engine::RunSummary, String)> {
     let started = Instant::now();
     let runbook = load(Origin::File(PathBuf::from("bench.toml")), text.to_string(), &env.registry)
         .map_err(|p| anyhow::anyhow!("{p:?}"))?;
@@ -82,11 +93,13 @@ async fn run_once(
             })
             .await?;
     }
+    let prepared = started.elapsed();
     let prior = plan::load_prior(journal, runbook.name(), Some(&run_id), false)?;
+    let history = started.elapsed() - prepared;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
     let runbook = Arc::new(runbook);
-    engine::execute(RunContext {
+    let summary = engine::execute(RunContext {
         journal: journal.clone(),
         writer,
         runbook: runbook.clone(),
@@ -107,7 +120,8 @@ async fn run_once(
     })
     .await?;
     drain.await?;
-    Ok((started.elapsed(), run_id))
+    let total = started.elapsed();
+    Ok((Timings { total, prepare: prepared, history, engine: total - prepared - history }, summary, run_id))
 }
 
 fn peak_rss_mib() -> f64 {
@@ -127,24 +141,50 @@ pub async fn engine(env: &Env, steps: usize, dir: Option<PathBuf>) -> CliResult 
     let bare = runbook_journal::bare_commit_cost(&base.join("bare.db"), steps)?;
 
     let journal = Arc::new(Journal::open(&base.join("chain.db"))?);
-    let (chain, chain_run) =
+    let (chain, _, chain_run) =
         run_once(env, &journal, &chain_runbook(steps), vec![("go".into(), "false".into())], None).await?;
-    let (resume, _) =
+    let chain = chain.total;
+    let (resume, resumed, _) =
         run_once(env, &journal, &chain_runbook(steps), vec![("go".into(), "true".into())], Some(&chain_run)).await?;
+    // A resume that ran more than the one step left, or failed, measured something else.
+    if resumed.counts.reused != steps - 1 || resumed.counts.succeeded != 1 {
+        return Err(CliError::Internal(anyhow::anyhow!(
+            "the resume reused {} steps and ran {} (expected {} and 1)",
+            resumed.counts.reused,
+            resumed.counts.succeeded,
+            steps - 1
+        )));
+    }
     let events = journal.event_count()?;
-    let audit_started = Instant::now();
+    // The baseline: every event read and decoded, nothing checked or decided.
+    let read_started = Instant::now();
     let mut seen = 0usize;
     journal.for_each_event_since(None, |_| {
         seen += 1;
         Ok(())
     })?;
-    let audit = audit_started.elapsed();
+    let read = read_started.elapsed();
+    // The same events read as `audit --verify` checks them: pages, hash chain, anchor, runs.
+    let verify_started = Instant::now();
+    let report = journal.verify()?;
+    let verify = verify_started.elapsed();
+    if !report.is_intact() {
+        return Err(CliError::Internal(anyhow::anyhow!(
+            "the benchmark's journal does not verify: {:?}",
+            report.problems
+        )));
+    }
 
     let fan_journal = Arc::new(Journal::open(&base.join("fanout.db"))?);
-    let (fanout, _) = run_once(env, &fan_journal, &fanout_runbook(steps), vec![], None).await?;
+    let (fanout, _, _) = run_once(env, &fan_journal, &fanout_runbook(steps), vec![], None).await?;
+    let fanout = fanout.total;
 
     let per_commit = bare.as_secs_f64() / steps as f64;
     let ratio = |d: Duration| d.as_secs_f64() / steps as f64 / per_commit;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    // Resume reads and verifies the whole journal, decides every step once and journals why
+    // each is reused: compared with a plain read of the same events.
+    let resume_over_read = resume.total.as_secs_f64() / read.as_secs_f64();
     let mut text = String::new();
     writeln!(
         text,
@@ -152,46 +192,43 @@ pub async fn engine(env: &Env, steps: usize, dir: Option<PathBuf>) -> CliResult 
         base.display()
     )
     .ok();
-    writeln!(
-        text,
-        "  bare SQLite commits:  {:>8.1} ms  ({:.1} µs per commit)",
-        bare.as_secs_f64() * 1e3,
-        per_commit * 1e6
-    )
-    .ok();
+    writeln!(text, "  bare SQLite commits:  {:>8.1} ms  ({:.1} µs per commit)", ms(bare), per_commit * 1e6).ok();
     writeln!(
         text,
         "  chain:                {:>8.1} ms  ({:.2}x a bare commit per step; goal ≤ 3x)",
-        chain.as_secs_f64() * 1e3,
+        ms(chain),
         ratio(chain)
     )
     .ok();
+    writeln!(text, "  fan-out:              {:>8.1} ms  ({:.2}x a bare commit per step)", ms(fanout), ratio(fanout))
+        .ok();
     writeln!(
         text,
-        "  fan-out:              {:>8.1} ms  ({:.2}x a bare commit per step)",
-        fanout.as_secs_f64() * 1e3,
-        ratio(fanout)
+        "  resume, 1 step left:  {:>8.1} ms  ({resume_over_read:.2}x a read of all its events, goal ≤ 5x)",
+        ms(resume.total)
     )
     .ok();
-    // Resume reads and verifies the whole journal, decides every step once and journals why
-    // each is reused: compared with a plain read of the same events.
-    let resume_over_read = resume.as_secs_f64() / audit.as_secs_f64();
     writeln!(
         text,
-        "  resume, 1 step left:  {:>8.1} ms  ({:.2}x the cost of {steps} bare commits; {resume_over_read:.1}x a read of all its events, goal ≤ 5x)",
-        resume.as_secs_f64() * 1e3,
-        resume.as_secs_f64() / bare.as_secs_f64()
+        "    runbook and plan {:.1} ms, verified history {:.1} ms, engine {:.1} ms",
+        ms(resume.prepare),
+        ms(resume.history),
+        ms(resume.engine)
     )
     .ok();
-    writeln!(text, "  read all {seen} events: {:>6.1} ms", audit.as_secs_f64() * 1e3).ok();
+    writeln!(text, "  read all {seen} events: {:>6.1} ms", ms(read)).ok();
+    writeln!(text, "  verify all {seen} events: {:>4.1} ms (audit --verify)", ms(verify)).ok();
     writeln!(text, "  peak memory (RSS):    {:>8.1} MiB", peak_rss_mib()).ok();
     env.print(
         &text,
         json!({
-            "steps": steps, "bare_commits_ms": bare.as_secs_f64() * 1e3,
-            "chain_ms": chain.as_secs_f64() * 1e3, "chain_ratio": ratio(chain),
-            "fanout_ms": fanout.as_secs_f64() * 1e3, "fanout_ratio": ratio(fanout),
-            "resume_one_left_ms": resume.as_secs_f64() * 1e3, "resume_over_read": resume_over_read, "events": events, "read_events_ms": audit.as_secs_f64() * 1e3,
+            "steps": steps, "events": events, "bare_commits_ms": ms(bare),
+            "chain_ms": ms(chain), "chain_ratio": ratio(chain),
+            "fanout_ms": ms(fanout), "fanout_ratio": ratio(fanout),
+            "resume_one_left_ms": ms(resume.total), "resume_over_read": resume_over_read,
+            "resume_prepare_ms": ms(resume.prepare), "resume_history_ms": ms(resume.history),
+            "resume_engine_ms": ms(resume.engine),
+            "read_events_ms": ms(read), "verify_events_ms": ms(verify),
             "peak_rss_mib": peak_rss_mib(),
         }),
     );
