@@ -11,6 +11,7 @@ mod errors;
 mod inputs;
 mod objects;
 mod pods;
+mod reader;
 mod schema;
 mod secret;
 mod session;
@@ -24,6 +25,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 pub use inputs::KubeInputs;
+pub use reader::KubeReader;
 
 use crate::azure::settings::SettingsSource;
 use crate::kind::{parse_inputs, refuse_bad_inputs};

@@ -27,7 +27,7 @@ mod template;
 
 pub use arm::{Arm, ArmAction, ArmInputs, PrincipalType};
 pub use azure::compare::Difference;
-pub use azure::reader::{ArmReader, drift};
+pub use azure::reader::{ArmReader, GraphReader, drift};
 pub use azure::role_assignment::API_VERSION as ROLE_ASSIGNMENT_API_VERSION;
 pub use azure::whoami::signed_in_principal;
 
@@ -46,7 +46,8 @@ pub use graph::{Graph, GraphAction, GraphInputs};
 pub use http::Http;
 pub use keypair::Keypair;
 pub use kind::{CheckContext, InputProblem, OutputDecl, Registry, StepKind, StepOutcome, known_text};
-pub use kube::{Kube, KubeInputs};
+pub use kube::{Kube, KubeInputs, KubeReader};
+pub use net::{error_chain, trusting};
 pub use oidc::Oidc;
 pub use output_spec::{OutputSource, OutputSpec, json_pointer_problem};
 pub use template::Template;

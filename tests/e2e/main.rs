@@ -34,3 +34,4 @@ mod standin_fence;
 mod support;
 mod timeline;
 mod verify;
+mod verify_drift;

@@ -498,3 +498,25 @@ impl Crasher {
         }
     }
 }
+
+/// The settings a sandbox's `sandbox.env` exports.
+pub fn sandbox_settings(env_file: &Path) -> BTreeMap<String, String> {
+    std::fs::read_to_string(env_file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
+/// A client trusting the sandbox's CA (`RUNBOOK_CA_FILE` of its settings).
+pub fn sandbox_client(settings: &BTreeMap<String, String>) -> reqwest::blocking::Client {
+    let ca = reqwest::Certificate::from_pem(&std::fs::read(&settings["RUNBOOK_CA_FILE"]).unwrap()).unwrap();
+    reqwest::blocking::Client::builder().add_root_certificate(ca).build().unwrap()
+}
+
+/// `GET` one of the sandbox's own pages (`/.sandbox/requests`, `/.sandbox/state`).
+pub fn sandbox_get(settings: &BTreeMap<String, String>, path: &str) -> serde_json::Value {
+    let url = format!("{}{}", settings["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/'), path);
+    sandbox_client(settings).get(url).send().unwrap().json().unwrap()
+}
+

@@ -238,11 +238,12 @@ pub enum Command {
         #[arg(short = 'o', long = "file", value_name = "FILE")]
         file: Option<PathBuf>,
     },
-    /// Read back what the latest run of a runbook made (GET only) and report drift per object
+    /// Read back what the latest run of a runbook made (GET only) and report drift per object;
+    /// with `--journal A --journal B` (one per person) the journals make one history
     Verify {
         /// The runbook whose latest run is checked
         runbook: Option<String>,
-        /// The latest run of every runbook in the journal
+        /// The latest run of every runbook in the journal(s)
         #[arg(long)]
         all: bool,
     },
@@ -385,10 +386,10 @@ pub enum AuditFormat {
 
 pub async fn dispatch(cli: Cli) -> CliResult {
     let env = Env::new(&cli.global);
-    if cli.global.journal.len() > 1 && !matches!(cli.command, Command::Audit { .. }) {
+    if cli.global.journal.len() > 1 && !matches!(cli.command, Command::Audit { .. } | Command::Verify { .. }) {
         return Err(exit::CliError::user_hint(
             "--journal is given more than once",
-            "only `audit` reads several journals; every other command works on one",
+            "only `audit` and `verify` read several journals; every other command works on one",
         ));
     }
     match cli.command {
@@ -425,7 +426,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             audit::audit(&env, &cli.global.journal, since.as_deref(), format, verify)
         }
         Command::Doctor { name, vars } => doctor::doctor(&env, &name, &vars).await,
-        Command::Verify { runbook, all } => verify::verify(&env, runbook.as_deref(), all).await,
+        Command::Verify { runbook, all } => verify::verify(&env, &cli.global.journal, runbook.as_deref(), all).await,
         Command::Timeline { runs, format, file } => timeline::timeline(&env, &cli.global.journal, &runs, format, file),
         Command::Bench { what: BenchWhat::Engine { steps, dir } } => bench::engine(&env, steps, dir).await,
         #[cfg(feature = "sandbox")]

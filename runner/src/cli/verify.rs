@@ -1,17 +1,51 @@
 //! `runbook verify`: reads back what finished runs made (GET only) and reports drift per object;
-//! the check itself is journaled on the run it checked, for `audit`.
+//! the check itself is journaled on each run it checked, for `audit`. Several journals (one per
+//! person, as `audit` takes them) make one history: a later run in either journal may have
+//! changed or deleted what an earlier one made.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
 
-use runbook_journal::{DriftChecked, EventData, Journal, NewEvent, RunRecord};
+use runbook_journal::{DriftChecked, EventData, HANDOFF_IMPORTED, Journal, NewEvent, RunRecord};
 use serde_json::{Value, json};
 
 use crate::cli::Env;
+use crate::cli::audit::open_all;
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::verify::{Drift, Unreadable, check_arm, made_by};
+use crate::verify::{Drift, DriftKind, Ledger, Outcome, Readers, Unreadable, check_all, made_by};
+
+/// A run and the journal holding it.
+struct JournaledRun {
+    journal: usize,
+    record: RunRecord,
+    created: jiff::Timestamp,
+}
+
+/// Every run of every journal that did work itself, oldest first. A hand-off import only
+/// brings another journal's values: the run that made the objects is in that journal.
+fn runs_in(journals: &[(PathBuf, Arc<Journal>)]) -> CliResult<Vec<JournaledRun>> {
+    let mut runs = Vec::new();
+    for (index, (_, journal)) in journals.iter().enumerate() {
+        for record in journal.runs(None)? {
+            let events = journal.events_for_run(&record.id)?;
+            if events.iter().any(|e| e.kind() == HANDOFF_IMPORTED) {
+                continue;
+            }
+            let created = record.created_at.parse::<jiff::Timestamp>().map_err(|e| {
+                CliError::Internal(anyhow::anyhow!("run {} has an unreadable creation time: {e}", record.id))
+            })?;
+            runs.push(JournaledRun { journal: index, record, created });
+        }
+    }
+    runs.sort_by_key(|r| r.created);
+    Ok(runs)
+}
 
 /// The runs to check: the latest run of `runbook`, or with `all` the latest run of every runbook.
-fn runs_to_check(journal: &Journal, runbook: Option<&str>, all: bool) -> CliResult<Vec<RunRecord>> {
+fn runs_to_check<'a>(runs: &'a [JournaledRun], runbook: Option<&str>, all: bool) -> CliResult<Vec<&'a JournaledRun>> {
+    let latest = |name: &str| runs.iter().rev().find(|r| r.record.runbook == name);
     match (runbook, all) {
         (Some(_), true) => Err(CliError::user_hint("give a runbook or --all, not both", "`runbook verify --all`")),
         (None, false) => Err(CliError::user_hint(
@@ -19,26 +53,16 @@ fn runs_to_check(journal: &Journal, runbook: Option<&str>, all: bool) -> CliResu
             "name it (`runbook verify phase1-workload-identity`) or check every runbook's latest run with --all",
         )),
         (Some(name), false) => {
-            let name = journal
-                .runs(None)?
-                .into_iter()
-                .map(|r| r.runbook)
-                .find(|r| r == name || crate::bundled::locate(name).is_ok_and(|_| r == name))
-                .unwrap_or_else(|| name.to_string());
-            let run = journal.latest_run(Some(&name))?.ok_or_else(|| {
+            let run = latest(name).ok_or_else(|| {
                 CliError::user_hint(format!("no run of `{name}` in the journal"), "`runbook audit` lists the runs")
             })?;
             Ok(vec![run])
         }
         (None, true) => {
-            let mut names: Vec<String> = journal.runs(None)?.into_iter().map(|r| r.runbook).collect();
-            names.sort();
-            names.dedup();
-            let mut runs = Vec::new();
-            for name in names {
-                runs.extend(journal.latest_run(Some(&name))?);
-            }
-            Ok(runs)
+            let names: BTreeSet<&str> = runs.iter().map(|r| r.record.runbook.as_str()).collect();
+            let mut chosen: Vec<&JournaledRun> = names.into_iter().filter_map(latest).collect();
+            chosen.sort_by_key(|r| r.created);
+            Ok(chosen)
         }
     }
 }
@@ -54,58 +78,104 @@ fn runbook_of(env: &Env, record: &RunRecord) -> Option<crate::model::Runbook> {
     env.load_runbook(&origin).ok()
 }
 
-pub async fn verify(env: &Env, runbook: Option<&str>, all: bool) -> CliResult {
-    let journal = env.require_intact_journal()?;
-    let runs = runs_to_check(&journal, runbook, all)?;
-    let settings = env.azure.load().map_err(|e| {
-        CliError::user_hint(
-            format!("cannot reach Azure: {e}"),
-            e.hint
-                .clone()
-                .unwrap_or_else(|| "sign in (`az login`) or set the Azure settings the runbook ran with".into()),
-        )
-    })?;
-    let reader =
-        runbook_steps::ArmReader::new(&settings).map_err(|e| CliError::user(format!("cannot reach Azure: {e}")))?;
+/// What one checked run's report holds.
+#[derive(Default)]
+struct RunReport {
+    objects: u64,
+    drift: Vec<Drift>,
+    unreadable: Vec<Unreadable>,
+}
+
+pub async fn verify(env: &Env, paths: &[PathBuf], runbook: Option<&str>, all: bool) -> CliResult {
+    let journals = open_all(env, paths)?;
+    for (_, journal) in &journals {
+        journal.ensure_intact()?;
+    }
+    let runs = runs_in(&journals)?;
+    let chosen = runs_to_check(&runs, runbook, all)?;
+
+    // What should exist now: every run in order, later deletions and changes included.
+    let mut ledger = Ledger::default();
+    let mut unknown_runbooks = BTreeSet::new();
+    for run in &runs {
+        let definition = runbook_of(env, &run.record);
+        if definition.is_none() {
+            unknown_runbooks.insert(run.record.runbook.clone());
+        }
+        let made =
+            made_by(&journals[run.journal].1, definition.as_ref(), &run.record.id).map_err(CliError::Internal)?;
+        ledger.record(&run.record.runbook, &run.record.id, &made);
+    }
+
+    let work_dir = std::env::current_dir().map_err(|e| CliError::Internal(e.into()))?;
+    let readers = Readers::new(env.azure.clone(), work_dir);
+    let ids: BTreeSet<String> = chosen.iter().map(|r| r.record.id.clone()).collect();
+    let findings = check_all(&readers, &ledger, &ids).await;
+
+    let mut reports: BTreeMap<String, RunReport> = BTreeMap::new();
+    for finding in findings {
+        let report = reports.entry(finding.run.clone()).or_default();
+        match finding.outcome {
+            Outcome::AsJournaled => report.objects += 1,
+            Outcome::Drifted(what) => {
+                report.objects += u64::from(what != DriftKind::Extra);
+                report.drift.push(Drift { step: finding.step, object: finding.object, what });
+            }
+            Outcome::Unreadable((code, message)) => {
+                report.unreadable.push(Unreadable { step: finding.step, object: finding.object, code, message });
+            }
+        }
+    }
+
     let mut text = String::new();
-    let mut report = Vec::new();
+    let mut out = Vec::new();
     let (mut any_drift, mut any_unreadable) = (false, false);
-    for record in runs {
-        let definition = runbook_of(env, &record);
-        let made = made_by(&journal, definition.as_ref(), &record.id).map_err(CliError::Internal)?;
-        let (mut drifted, mut unreadable): (Vec<Drift>, Vec<Unreadable>) = (Vec::new(), Vec::new());
-        let objects = check_arm(&reader, &made, &mut drifted, &mut unreadable).await;
+    for run in &chosen {
+        let record = &run.record;
+        let report = reports.remove(&record.id).unwrap_or_default();
+        let gone: Vec<Value> = ledger
+            .gone
+            .iter()
+            .filter(|g| g.runs.contains(&record.id))
+            .map(|g| json!({ "step": g.step, "object": g.object, "deleted_by": g.deleted_by }))
+            .collect();
         let checked = DriftChecked {
             who: crate::who::who(None),
             checked_at: crate::who::now(),
-            objects: objects as u64,
-            drift: drifted.iter().map(|d| json!(d)).collect(),
-            unreadable: unreadable.iter().map(|u| json!(u)).collect(),
+            objects: report.objects,
+            drift: report.drift.iter().map(|d| json!(d)).collect(),
+            unreadable: report.unreadable.iter().map(|u| json!(u)).collect(),
         };
-        journal.append(&[NewEvent::new(record.id.clone(), EventData::DriftChecked(checked))])?;
-        writeln!(text, "{} (run {}): {objects} objects read back", record.runbook, record.id).ok();
-        if definition.is_none() {
+        journals[run.journal].1.append(&[NewEvent::new(record.id.clone(), EventData::DriftChecked(checked))])?;
+        write!(text, "{} (run {}): {} objects read back", record.runbook, record.id, report.objects).ok();
+        if !gone.is_empty() {
+            write!(text, "; {} it made were deleted by later runs", gone.len()).ok();
+        }
+        text.push('\n');
+        if unknown_runbooks.contains(&record.runbook) {
             writeln!(text, "  note: the runbook is not found any more; fields its outputs read were not compared").ok();
         }
-        for drift in &drifted {
+        for drift in &report.drift {
             writeln!(text, "  DRIFT {drift}").ok();
         }
-        for u in &unreadable {
+        for u in &report.unreadable {
             let code = u.code.as_deref().unwrap_or("error");
             writeln!(text, "  UNREADABLE {}: {} ({code}: {})", u.step, u.object, u.message).ok();
         }
-        if drifted.is_empty() && unreadable.is_empty() {
+        if report.drift.is_empty() && report.unreadable.is_empty() {
             writeln!(text, "  no drift").ok();
         }
-        any_drift |= !drifted.is_empty();
-        any_unreadable |= !unreadable.is_empty();
-        report.push(json!({ "run": record.id, "runbook": record.runbook, "objects": objects,
-                            "drift": drifted, "unreadable": unreadable }));
+        any_drift |= !report.drift.is_empty();
+        any_unreadable |= !report.unreadable.is_empty();
+        out.push(json!({
+            "run": record.id, "runbook": record.runbook, "journal": journals[run.journal].0,
+            "objects": report.objects, "drift": report.drift, "unreadable": report.unreadable, "deleted_later": gone,
+        }));
     }
     if any_drift {
-        text.push_str("hint: drift means something changed these objects after the run; `runbook run` again puts back what `ensure` steps own\n");
+        text.push_str("hint: drift means something changed these objects after the runs; `runbook run NAME --rerun STEP` puts back what that step made or set\n");
     }
-    env.print(&text, json!({ "runs": report, "drift": any_drift }));
+    env.print(&text, json!({ "runs": out, "drift": any_drift }));
     Ok(if any_drift {
         Exit::Drift
     } else if any_unreadable {
