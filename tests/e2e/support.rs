@@ -207,27 +207,6 @@ impl SandboxProcess {
         self.get(runbook_sandbox::STATE_PATH)
     }
 
-    /// What someone else does with their own credentials: DELETE over ARM, outside the runbook.
-    pub fn delete_out_of_band(&self, id: &str, api_version: &str) {
-        let s = &self.settings;
-        let client = self.client();
-        let token: serde_json::Value = client
-            .post(format!("{}{}/oauth2/v2.0/token", s["RUNBOOK_AUTHORITY_HOST"], s["AZURE_TENANT_ID"]))
-            .form(&[
-                ("client_id", s["AZURE_CLIENT_ID"].as_str()),
-                ("client_secret", s["AZURE_CLIENT_SECRET"].as_str()),
-                ("grant_type", "client_credentials"),
-                ("scope", "https://management.azure.com/.default"),
-            ])
-            .send()
-            .unwrap()
-            .json()
-            .unwrap();
-        let url = format!("{}{id}?api-version={api_version}", s["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/'));
-        let deleted = client.delete(url).bearer_auth(token["access_token"].as_str().unwrap()).send().unwrap();
-        assert!(deleted.status().is_success(), "{}", deleted.status());
-    }
-
     fn client(&self) -> reqwest::blocking::Client {
         let ca = reqwest::Certificate::from_pem(&std::fs::read(self.dir.join("sandbox-ca.pem")).unwrap()).unwrap();
         reqwest::blocking::Client::builder().add_root_certificate(ca).build().unwrap()
@@ -519,4 +498,3 @@ pub fn sandbox_get(settings: &BTreeMap<String, String>, path: &str) -> serde_jso
     let url = format!("{}{}", settings["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/'), path);
     sandbox_client(settings).get(url).send().unwrap().json().unwrap()
 }
-
