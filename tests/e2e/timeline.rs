@@ -247,3 +247,153 @@ inputs.url = "http://127.0.0.1:9/nothing"
     drawn.dedup();
     assert_eq!(drawn, ['x', 'r', 'x'], "failed attempt, retry wait, failed attempt:\n{}", text.stdout);
 }
+
+#[test]
+fn a_serialization_wait_is_shown_as_a_wait_and_left_out_of_the_critical_path() {
+    let env = TestEnv::new();
+    // `long` (the higher of the two in the plan) takes the key first; `short` waits for it far
+    // longer than it and its follower work. Counting that wait would put `short -> after_short`
+    // on the critical path; counting work only keeps `long -> ... -> end`.
+    let runbook = env.write(
+        "keys.toml",
+        r#"
+[runbook]
+name = "keys"
+[[steps]]
+id = "long"
+kind = "exec"
+serialize = "one-at-a-time"
+inputs.argv = ["{stepper}", "sleep", "1500"]
+[[steps]]
+id = "after_long"
+kind = "exec"
+after = ["long"]
+inputs.argv = ["{stepper}", "print", "done"]
+[[steps]]
+id = "end"
+kind = "exec"
+after = ["after_long"]
+inputs.argv = ["{stepper}", "print", "done"]
+[[steps]]
+id = "short"
+kind = "exec"
+serialize = "one-at-a-time"
+inputs.argv = ["{stepper}", "sleep", "50"]
+[[steps]]
+id = "after_short"
+kind = "exec"
+after = ["short"]
+inputs.argv = ["{stepper}", "sleep", "300"]
+"#,
+    );
+    let run = env.run(&["run", runbook.to_str().unwrap(), "--output", "json"]);
+    assert_eq!(run.code, 0, "{}", run.all());
+    let run_id = run.last_json()["run_id"].as_str().unwrap().to_string();
+
+    let out = env.run(&["timeline", &run_id, "--format", "chrome"]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    let trace: Value = serde_json::from_str(&out.stdout).unwrap();
+    let spans: Vec<&Value> = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] != "M").collect();
+    let of = |step: &str, what: &str| -> Vec<&Value> {
+        spans.iter().copied().filter(|e| e["args"]["step"] == step && e["args"]["span"]["what"] == what).collect()
+    };
+    let wait = of("short", "key_wait");
+    assert_eq!(wait.len(), 1, "short waited for the key once: {spans:#?}");
+    let waited_us = wait[0]["dur"].as_i64().unwrap();
+    let work_us: i64 =
+        ["short", "after_short"].iter().flat_map(|s| of(s, "attempt")).map(|e| e["dur"].as_i64().unwrap()).sum();
+    assert!(waited_us > work_us, "the wait ({waited_us} us) is long next to the work it held up ({work_us} us)");
+    assert!(wait[0]["cat"].as_str().unwrap().split(',').all(|c| c != "critical_path"), "{:#}", wait[0]);
+
+    let critical = trace["otherData"][format!("critical path of {run_id}")].as_str().unwrap().to_string();
+    assert!(critical.ends_with(": long -> after_long -> end"), "{critical}");
+    let critical_ms: i64 = critical.split(' ').next().unwrap().parse().unwrap();
+    assert!(
+        critical_ms * 1000 < waited_us + work_us,
+        "{critical_ms} ms: the wait is not part of the critical path figure"
+    );
+    let on_path: BTreeSet<String> = spans
+        .iter()
+        .filter(|e| e["cat"].as_str().is_some_and(|c| c.split(',').any(|c| c == "critical_path")))
+        .map(|e| e["args"]["step"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(on_path, ["after_long", "end", "long"].map(String::from).into_iter().collect::<BTreeSet<_>>());
+
+    // The terminal Gantt draws the wait with its own glyph on an unmarked lane.
+    let text = env.run(&["timeline", &run_id]);
+    assert_eq!(text.code, 0, "{}", text.all());
+    let line = text.stdout.lines().find(|l| l.contains(" short ") && l.contains('|')).unwrap();
+    assert!(!line.starts_with('*'), "short is not on the critical path:\n{}", text.stdout);
+    let mut drawn: Vec<char> = line.split('|').nth(1).unwrap().trim().chars().collect();
+    drawn.dedup();
+    assert_eq!(drawn.first(), Some(&'k'), "serialization wait first:\n{}", text.stdout);
+    assert!(text.stdout.contains(&format!("critical path {critical}")), "{}", text.stdout);
+
+    // The page: a key-wait bar in short's lane, which is not a critical lane.
+    let html = env.run(&["timeline", &run_id, "--format", "html"]);
+    assert_eq!(html.code, 0, "{}", html.all());
+    let row = html.stdout.lines().skip_while(|l| !l.contains(r#"data-step="short""#)).take(2).collect::<Vec<_>>();
+    assert!(row[0].starts_with(r#"<div class="lane" "#), "{row:?}");
+    assert!(row[1].contains(r#"class="span key-wait "#), "{row:?}");
+}
+
+#[test]
+fn an_approval_wait_is_shown_as_a_wait_and_left_out_of_the_critical_path() {
+    let env = TestEnv::new();
+    let runbook = env.write(
+        "signoff.toml",
+        r#"
+[runbook]
+name = "signoff"
+[[steps]]
+id = "before"
+kind = "exec"
+inputs.argv = ["{stepper}", "print", "ready"]
+[[steps]]
+id = "signoff"
+kind = "gate"
+after = ["before"]
+inputs.approval = { prompt = "go on?" }
+[[steps]]
+id = "after"
+kind = "exec"
+after = ["signoff"]
+inputs.argv = ["{stepper}", "print", "done"]
+"#,
+    );
+    let run = env.run(&["run", runbook.to_str().unwrap(), "--output", "json"]);
+    assert_eq!(run.code, 5, "{}", run.all());
+    let run_id = run.last_json()["run_id"].as_str().unwrap().to_string();
+    // The person takes their time: a wait far longer than the steps' work.
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    assert_eq!(env.run(&["approve", &run_id, "signoff"]).code, 0);
+    assert_eq!(env.run(&["resume", &run_id]).code, 0);
+
+    let out = env.run(&["timeline", &run_id, "--format", "chrome"]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    let trace: Value = serde_json::from_str(&out.stdout).unwrap();
+    let spans: Vec<&Value> = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] != "M").collect();
+    let wait: Vec<&Value> = spans.iter().copied().filter(|e| e["args"]["span"]["what"] == "approval_wait").collect();
+    assert_eq!(wait.len(), 1, "{spans:#?}");
+    assert_eq!(wait[0]["args"]["step"], "signoff");
+    let waited_us = wait[0]["dur"].as_i64().unwrap();
+    assert!(waited_us >= 2_000_000, "the wait lasts until the approval: {waited_us} us");
+    assert!(wait[0]["cat"].as_str().unwrap().split(',').all(|c| c != "critical_path"), "{:#}", wait[0]);
+
+    let critical = trace["otherData"][format!("critical path of {run_id}")].as_str().unwrap().to_string();
+    assert!(critical.ends_with(": signoff -> after"), "the resumed invocation's path: {critical}");
+    let critical_ms: i64 = critical.split(' ').next().unwrap().parse().unwrap();
+    assert!(critical_ms * 1000 < waited_us, "{critical_ms} ms counts the {waited_us} us approval wait");
+
+    let text = env.run(&["timeline", &run_id]);
+    assert_eq!(text.code, 0, "{}", text.all());
+    let line = text.stdout.lines().find(|l| l.contains(" signoff ") && l.contains('|')).unwrap();
+    let mut drawn: Vec<char> = line.split('|').nth(1).unwrap().trim().chars().collect();
+    drawn.dedup();
+    assert_eq!(drawn.first(), Some(&'a'), "approval wait first:\n{}", text.stdout);
+
+    let html = env.run(&["timeline", &run_id, "--format", "html"]);
+    assert_eq!(html.code, 0, "{}", html.all());
+    let row = html.stdout.lines().skip_while(|l| !l.contains(r#"data-step="signoff""#)).take(2).collect::<Vec<_>>();
+    assert!(row[1].contains(r#"class="span approval-wait "#), "{row:?}");
+}
