@@ -23,10 +23,13 @@ const NONCE_LEN: usize = 12;
 const DIGEST_PREFIX: &str = "hmac-sha256:";
 const SEALED_PREFIX: &str = "sealed:v1:";
 
+/// Each MAC key is kept as its keyed HMAC state (the key already absorbed), and cloned per
+/// message: a resume hashes every event of the journal, and re-deriving the key's pads each time
+/// would add two SHA-256 blocks to every one of them.
 pub(crate) struct Keys {
-    chain: [u8; 32],
-    digest: [u8; 32],
-    anchor: [u8; 32],
+    chain: HmacSha256,
+    digest: HmacSha256,
+    anchor: HmacSha256,
     seal: ChaCha20Poly1305,
 }
 
@@ -49,10 +52,10 @@ pub(crate) fn sibling(journal: &Path, suffix: &str) -> PathBuf {
 
 impl Keys {
     pub(crate) fn from_master(master: &[u8; KEY_LEN]) -> Keys {
-        let chain = derive(master, b"runbook-journal/chain/v1");
-        let digest = derive(master, b"runbook-journal/digest/v1");
+        let chain = keyed(&derive(master, b"runbook-journal/chain/v1"));
+        let digest = keyed(&derive(master, b"runbook-journal/digest/v1"));
         let seal_key = derive(master, b"runbook-journal/seal/v1");
-        let anchor = derive(master, b"runbook-journal/anchor/v1");
+        let anchor = keyed(&derive(master, b"runbook-journal/anchor/v1"));
         Keys { chain, digest, anchor, seal: ChaCha20Poly1305::new((&seal_key).into()) }
     }
 
@@ -122,11 +125,15 @@ impl Keys {
 }
 
 fn derive(master: &[u8], label: &[u8]) -> [u8; 32] {
-    mac(master, label)
+    mac(&keyed(master), label)
 }
 
-fn mac(key: &[u8], bytes: &[u8]) -> [u8; 32] {
-    let mut mac = <HmacSha256 as Mac>::new_from_slice(key).expect("HMAC accepts keys of any length");
+fn keyed(key: &[u8]) -> HmacSha256 {
+    <HmacSha256 as Mac>::new_from_slice(key).expect("HMAC accepts keys of any length")
+}
+
+fn mac(keyed: &HmacSha256, bytes: &[u8]) -> [u8; 32] {
+    let mut mac = keyed.clone();
     mac.update(bytes);
     mac.finalize().into_bytes().into()
 }
@@ -160,8 +167,18 @@ mod tests {
     #[test]
     fn subkeys_differ_per_purpose() {
         let keys = Keys::from_master(&[7; 32]);
-        assert_ne!(keys.chain, keys.digest);
+        assert_ne!(keys.chain_hash(b"x"), keys.anchor_mac(b"x"));
         assert_ne!(keys.chain_hash(b"x"), keys.digest(b"x").trim_start_matches(DIGEST_PREFIX));
+    }
+
+    #[test]
+    fn a_kept_keyed_state_gives_plain_hmac_sha256() {
+        // RFC 4231, test case 2: journals written before the state was kept must still verify.
+        let expected = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
+        let jefe = keyed(b"Jefe");
+        for _ in 0..2 {
+            assert_eq!(hex::encode(mac(&jefe, b"what do ya want for nothing?")), expected);
+        }
     }
 
     #[test]
