@@ -24,6 +24,7 @@ mod phase2;
 mod phase3;
 mod rehearsal_safety;
 mod rehearse_all;
+mod rehearse_faults;
 mod rehearse_no_external_dns;
 mod resume;
 mod retries;

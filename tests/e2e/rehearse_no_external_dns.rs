@@ -20,7 +20,7 @@ fn steps_of(env: &TestEnv, journal: &str, run_id: &str) -> Vec<String> {
 /// Nothing of External DNS exists after any runbook: in Azure no DNS zone or record set but the
 /// seeded parent's own; in the management cluster no external-dns object and no
 /// azure-config-file secret.
-fn assert_no_external_dns_ever(result: &Value) {
+pub fn assert_no_external_dns_ever(result: &Value) {
     for run in result["runs"].as_array().unwrap() {
         let dns: Vec<&str> = ids(&run["resources"])
             .into_iter()

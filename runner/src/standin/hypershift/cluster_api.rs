@@ -8,6 +8,7 @@ use kube::discovery::{Scope, pinned_kind};
 use kube::{Client, Config};
 use serde_json::Value;
 
+use super::client_go_retry::{Verb, retrying};
 use crate::standin::fence;
 
 pub struct ManagementCluster {
@@ -26,6 +27,11 @@ fn is_not_found(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 404)
 }
 
+/// Discovery found no such kind (or no such group version), as opposed to failing to ask.
+fn is_kind_not_served(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Discovery(_)) || is_not_found(error)
+}
+
 fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     GroupVersionKind::gvk(group, version, kind)
@@ -34,7 +40,7 @@ fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
 impl ManagementCluster {
     /// `kubeconfig`: the command's `--kubeconfig`, else KUBECONFIG, else ~/.kube/config.
     pub async fn connect(kubeconfig: Option<&str>) -> Result<Self, String> {
-        let config = match kubeconfig.filter(|k| !k.is_empty()) {
+        let mut config = match kubeconfig.filter(|k| !k.is_empty()) {
             Some(path) => {
                 let file = Kubeconfig::read_from(path).map_err(|e| format!("failed to load kubeconfig {path}: {e}"))?;
                 Config::from_custom_kubeconfig(file, &KubeConfigOptions::default()).await.map_err(|e| e.to_string())?
@@ -42,14 +48,20 @@ impl ManagementCluster {
             None => Config::infer().await.map_err(|e| format!("failed to get kubernetes config: {e}"))?,
         };
         fence::require_loopback("hypershift", "the kubeconfig's API server", &config.cluster_url.to_string())?;
+        // Retries follow client-go's rules (`client_go_retry`), not kube-rs's own policy.
+        config.default_retry = false;
         let client = Client::try_from(config).map_err(|e| e.to_string())?;
         Ok(ManagementCluster { client })
     }
 
     async fn api(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Result<Api<DynamicObject>, String> {
-        let (resource, caps) = pinned_kind(&self.client, &gvk(api_version, kind))
-            .await
-            .map_err(|e| format!("no matches for kind \"{kind}\" in version \"{api_version}\": {}", describe(&e)))?;
+        let gvk = gvk(api_version, kind);
+        let (resource, caps) = retrying(Verb::Read, || pinned_kind(&self.client, &gvk)).await.map_err(|e| {
+            match is_kind_not_served(&e) {
+                true => format!("no matches for kind \"{kind}\" in version \"{api_version}\": {}", describe(&e)),
+                false => describe(&e),
+            }
+        })?;
         Ok(match (caps.scope, namespace) {
             (Scope::Namespaced, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &resource),
             _ => Api::all_with(self.client.clone(), &resource),
@@ -67,7 +79,11 @@ impl ManagementCluster {
         let (api_version, kind, name, namespace) = identity(object);
         let api = self.api(&api_version, &kind, namespace.as_deref()).await?;
         let params = PatchParams { force: true, ..PatchParams::apply(manager) };
-        api.patch(&name, &params, &Patch::Apply(object)).await.map(|_| ()).map_err(|e| describe(&e))
+        let patch = Patch::Apply(object);
+        retrying(Verb::IdempotentWrite, || api.patch(&name, &params, &patch))
+            .await
+            .map(|_| ())
+            .map_err(|e| describe(&e))
     }
 
     /// A POST, as `client.Create`. The Go client names no field manager; the API server then
@@ -77,7 +93,7 @@ impl ManagementCluster {
         let api = self.api(&api_version, &kind, namespace.as_deref()).await?;
         let typed: DynamicObject = serde_json::from_value(object.clone()).map_err(|e| e.to_string())?;
         let params = PostParams { field_manager: Some("hypershift".into()), ..PostParams::default() };
-        api.create(&params, &typed).await.map(|_| ()).map_err(|e| describe(&e))
+        retrying(Verb::Create, || api.create(&params, &typed)).await.map(|_| ()).map_err(|e| describe(&e))
     }
 
     /// One namespaced object, or None when it does not exist (or its kind is not served yet).
@@ -89,7 +105,8 @@ impl ManagementCluster {
         namespace: &str,
         name: &str,
     ) -> Result<Option<Value>, String> {
-        match self.known_api(api_version, kind, plural, namespace).get(name).await {
+        let api = self.known_api(api_version, kind, plural, namespace);
+        match retrying(Verb::Read, || api.get(name)).await {
             Ok(object) => serde_json::to_value(object).map(Some).map_err(|e| e.to_string()),
             Err(e) if is_not_found(&e) => Ok(None),
             Err(e) => Err(describe(&e)),
@@ -108,13 +125,15 @@ impl ManagementCluster {
     ) -> Result<(), String> {
         let (api_version, kind, plural) = target;
         let api = self.known_api(api_version, kind, plural, namespace);
-        api.patch(name, &PatchParams::default(), &Patch::Merge(patch)).await.map(|_| ()).map_err(|e| describe(&e))
+        let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
+        retrying(Verb::IdempotentWrite, || api.patch(name, &params, &patch)).await.map(|_| ()).map_err(|e| describe(&e))
     }
 
     /// DELETE; false when it was already gone.
     pub async fn delete(&self, target: (&str, &str, &str), namespace: &str, name: &str) -> Result<bool, String> {
         let (api_version, kind, plural) = target;
-        match self.known_api(api_version, kind, plural, namespace).delete(name, &Default::default()).await {
+        let (api, params) = (self.known_api(api_version, kind, plural, namespace), Default::default());
+        match retrying(Verb::IdempotentWrite, || api.delete(name, &params)).await {
             Ok(_) => Ok(true),
             Err(e) if is_not_found(&e) => Ok(false),
             Err(e) => Err(describe(&e)),
@@ -130,7 +149,8 @@ impl ManagementCluster {
     ) -> Result<Vec<String>, String> {
         let (api_version, kind, plural) = target;
         let params = kube::api::ListParams::default().labels(label_selector);
-        match self.known_api(api_version, kind, plural, namespace).list(&params).await {
+        let api = self.known_api(api_version, kind, plural, namespace);
+        match retrying(Verb::Read, || api.list(&params)).await {
             Ok(list) => Ok(list.items.into_iter().filter_map(|o| o.metadata.name).collect()),
             Err(e) if is_not_found(&e) => Ok(Vec::new()),
             Err(e) => Err(describe(&e)),

@@ -6,6 +6,7 @@
 //! usage printing and `main` prints the bare error to stderr and exits 1.
 
 mod azure;
+mod client_go_retry;
 mod cluster_api;
 mod crds;
 mod create_cluster;
