@@ -37,6 +37,10 @@ pub(crate) struct Claims {
     pub tid: String,
     pub idtyp: String,
     pub ver: String,
+    /// The application permissions (app roles) the principal holds at the token's resource,
+    /// e.g. Graph's `Application.ReadWrite.OwnedBy`; absent when it holds none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<String>,
 }
 
 #[derive(Debug)]

@@ -161,8 +161,14 @@ pub(crate) fn issue(shared: &Shared, client_id: &str, object_id: &str, scope: &s
     let config = &shared.config;
     let now = shared.timestamp().as_second();
     let lifetime = i64::try_from(config.token_lifetime.as_secs()).unwrap_or(i64::MAX);
+    let aud = audience_for_scope(scope);
+    let roles = if crate::graph::is_graph_audience(shared, &aud) {
+        crate::graph::app_roles(shared, client_id)
+    } else {
+        Vec::new()
+    };
     let claims = Claims {
-        aud: audience_for_scope(scope),
+        aud,
         iss: format!("https://sts.windows.net/{}/", config.tenant_id),
         iat: now,
         nbf: now,
@@ -173,6 +179,7 @@ pub(crate) fn issue(shared: &Shared, client_id: &str, object_id: &str, scope: &s
         tid: config.tenant_id.clone(),
         idtyp: "app".into(),
         ver: "1.0".into(),
+        roles,
     };
     (auth::mint(&shared.token_key, &claims), lifetime)
 }

@@ -140,6 +140,31 @@ fn matches(filter: &str, display_name: &str, app_id: &str) -> bool {
     }
 }
 
+/// Graph's resource id is its URL: Azure's, or in a registered cloud (the Azure CLI's
+/// `microsoft_graph_resource_id`) the sandbox's own.
+pub(crate) fn is_graph_audience(shared: &Shared, aud: &str) -> bool {
+    GRAPH_AUDIENCES.contains(&aud) || aud.trim_end_matches('/') == shared.endpoints.graph
+}
+
+/// The Graph application permission the procedure's application writes need (reference 1.10).
+pub(crate) const APPLICATION_WRITE_ROLE: &str = "Application.ReadWrite.OwnedBy";
+
+/// The app roles a client's Graph tokens carry. Modelled, not measured: the registered clients
+/// (the runner's principal) were granted `Application.ReadWrite.OwnedBy` by an administrator,
+/// unless the sandbox is told to forbid them; applications registered in the sandbox hold no
+/// Graph permission, as a new registration holds none until an administrator consents.
+pub(crate) fn app_roles(shared: &Shared, client_id: &str) -> Vec<String> {
+    let registered = shared.state().clients.contains_key(client_id);
+    if registered && !shared.is_forbidden(client_id) { vec![APPLICATION_WRITE_ROLE.into()] } else { Vec::new() }
+}
+
+/// Whether app roles allow writing applications, service principals and their credentials.
+/// (Ownership, which limits `OwnedBy` to the caller's own applications, is not modelled.)
+fn may_write_applications(roles: &[String]) -> bool {
+    let granting = [APPLICATION_WRITE_ROLE, "Application.ReadWrite.All", "Directory.ReadWrite.All"];
+    roles.iter().any(|r| granting.iter().any(|g| g.eq_ignore_ascii_case(r)))
+}
+
 pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
     let Some(token) = auth::bearer(req.header("authorization")) else {
         return graph_error(StatusCode::UNAUTHORIZED, "InvalidAuthenticationToken", "Access token is empty.");
@@ -161,17 +186,14 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
             );
         }
     };
-    // Graph's resource id is its URL: Azure's, or in a registered cloud (the Azure CLI's
-    // `microsoft_graph_resource_id`) the sandbox's own.
-    let own_url = claims.aud.trim_end_matches('/') == shared.endpoints.graph;
-    if !GRAPH_AUDIENCES.contains(&claims.aud.as_str()) && !own_url {
+    if !is_graph_audience(shared, &claims.aud) {
         return graph_error(
             StatusCode::UNAUTHORIZED,
             "InvalidAuthenticationToken",
             "Access token validation failure. Invalid audience.",
         );
     }
-    if req.is_write() && shared.is_forbidden(&claims.appid) {
+    if req.is_write() && !may_write_applications(&claims.roles) {
         return graph_error(
             StatusCode::FORBIDDEN,
             "Authorization_RequestDenied",

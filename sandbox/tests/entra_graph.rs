@@ -11,6 +11,13 @@ use serde_json::{Value, json};
 
 const GRAPH_SCOPE: &str = "https://graph.microsoft.com/.default";
 
+/// The claims of a token, as a client reads them (no signature check).
+fn claims(token: &str) -> Value {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).unwrap();
+    serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
+}
+
 async fn token_request(sandbox: &Sandbox, client: &reqwest::Client, form: &[(&str, &str)]) -> reqwest::Response {
     let url = format!("{}{}/oauth2/v2.0/token", sandbox.authority_host(), sandbox.tenant_id());
     let body = form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish();
@@ -184,9 +191,29 @@ async fn application_lifecycle_with_service_principal_replication_delay() {
     assert_eq!(sp["appId"], app_id.as_str());
     assert_eq!(create_sp().await.unwrap().status(), 409, "one service principal per application");
 
-    // The new application can now sign in with its password.
+    // The new application can now sign in with its password, but holds no Graph permission
+    // until an administrator grants one: its token names no app role and its writes are refused.
     let token = support::token_for(&sandbox, &client, &app_id, &secret, GRAPH_SCOPE).await;
-    assert!(!token.is_empty());
+    assert_eq!(claims(&token)["roles"], Value::Null);
+    assert_eq!(claims(&graph)["roles"], json!(["Application.ReadWrite.OwnedBy"]));
+    let resp = client
+        .post(format!("{base}/applications"))
+        .bearer_auth(&token)
+        .json(&json!({"displayName": "not-allowed"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 403);
+    assert_eq!(resp.json::<Value>().await.unwrap()["error"]["code"], "Authorization_RequestDenied");
+    let arm = support::token_for(
+        &sandbox,
+        &client,
+        SANDBOX_CLIENT_ID,
+        SANDBOX_CLIENT_SECRET,
+        "https://management.azure.com/.default",
+    )
+    .await;
+    assert_eq!(claims(&arm)["roles"], Value::Null, "Graph's app roles are in Graph tokens only");
 
     let resp = client.delete(format!("{base}/applications/{object_id}")).bearer_auth(&graph).send().await.unwrap();
     assert_eq!(resp.status(), 204);

@@ -29,7 +29,7 @@ pub use arm::{Arm, ArmAction, ArmInputs, PrincipalType};
 pub use azure::compare::Difference;
 pub use azure::reader::{ArmReader, GraphReader, drift};
 pub use azure::role_assignment::API_VERSION as ROLE_ASSIGNMENT_API_VERSION;
-pub use azure::whoami::signed_in_principal;
+pub use azure::whoami::{access_claims, signed_in_principal};
 
 /// Codes a preflight returns for problems that make the step certain to fail: they stop `plan`
 /// and `run` before anything is written (other preflight errors are only reported).

@@ -179,13 +179,17 @@ fn on_sandbox(env: &TestEnv, sandbox: &SandboxProcess, path: &str, args: &[&str]
     }
 }
 
-/// Requests that change something: not reads, sign-ins or access reviews.
+/// Requests that change something: not reads, sign-ins, access reviews or directory lookups
+/// (questions asked with a POST).
 fn writes(sandbox: &SandboxProcess) -> usize {
     sandbox
         .requests()
         .iter()
         .filter(|r| r["method"] != "GET" && r["service"] != "entra")
-        .filter(|r| !r["path"].as_str().unwrap_or_default().contains("selfsubject"))
+        .filter(|r| {
+            let path = r["path"].as_str().unwrap_or_default();
+            !path.contains("selfsubject") && !path.ends_with("/directoryObjects/getByIds")
+        })
         .count()
 }
 
@@ -301,4 +305,129 @@ fn phase_2_and_3_pass_with_the_sandbox_and_the_standin_and_a_reader_is_stopped_b
         "{}",
         rejected.stdout
     );
+}
+
+/// A Graph application write and a blob upload with a bearer token.
+const AZURE_WRITES: &str = r#"
+[runbook]
+name = "azure-writes"
+[[steps]]
+id = "app"
+kind = "graph"
+inputs.action = "application"
+inputs.display_name = "doctor-app"
+[[steps]]
+id = "upload"
+kind = "blob"
+inputs.action = "upload"
+inputs.auth = "bearer"
+inputs.container_url = "https://127.0.0.1:9/account/container"
+inputs.blob_name = "hello.txt"
+inputs.content = "hello"
+"#;
+
+const BLOB_WRITE: &str = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write";
+
+/// An application registered in the sandbox with a password and a service principal: a
+/// principal that signs in but holds no Graph permission. Its (client id, secret).
+fn unprivileged_principal(sandbox: &SandboxProcess) -> (String, String) {
+    let graph = format!("{}/v1.0", sandbox.settings["RUNBOOK_GRAPH_ENDPOINT"].trim_end_matches('/'));
+    let scope = "https://graph.microsoft.com/.default";
+    let post = |path: &str, body: serde_json::Value| {
+        sandbox.call(reqwest::Method::POST, &format!("{graph}/{path}"), scope, Some(body))
+    };
+    let (status, app) = post("applications", serde_json::json!({ "displayName": "doctor-unprivileged" }));
+    assert_eq!(status, 201, "{app}");
+    let (status, password) =
+        post(&format!("applications/{}/addPassword", app["id"].as_str().unwrap()), serde_json::json!({}));
+    assert_eq!(status, 200, "{password}");
+    let app_id = app["appId"].as_str().unwrap().to_string();
+    // The service principal is refused until the application has replicated.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (status, sp) = post("servicePrincipals", serde_json::json!({ "appId": app_id }));
+        if status == 201 {
+            break;
+        }
+        assert!(status == 400 && std::time::Instant::now() < deadline, "{status} {sp}");
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    (app_id, password["secretText"].as_str().unwrap().to_string())
+}
+
+#[test]
+fn graph_and_blob_permissions_are_checked_and_a_run_stops_before_writing() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    let runbook = env.write("azure-writes.toml", AZURE_WRITES);
+    let runbook = runbook.to_str().unwrap();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let subscription = format!("/subscriptions/{}", sandbox.settings["AZURE_SUBSCRIPTION_ID"]);
+
+    // The sandbox's principal may write applications (its Graph token's app role), but no role
+    // of it grants the blob data action: Owner's `*` is not a data action.
+    let admin = on_sandbox(&env, &sandbox, &path, &["doctor", runbook]);
+    assert_eq!(admin.code, 2, "{}", admin.all());
+    assert!(
+        admin.stdout.contains(
+            "ok   Graph may write applications and service principals: app role Application.ReadWrite.OwnedBy (steps app)"
+        ),
+        "{}",
+        admin.stdout
+    );
+    let blob_line = format!("FAIL Azure may {BLOB_WRITE} (data action) at {subscription}: not granted (steps upload)");
+    assert!(admin.stdout.contains(&blob_line), "{}", admin.stdout);
+    assert!(admin.stdout.contains("hint: blob writes with auth = \"bearer\" need a data action"), "{}", admin.stdout);
+
+    // `run` makes the same checks first and writes nothing: no application, no request that
+    // changes anything.
+    let before = writes(&sandbox);
+    let run = on_sandbox(&env, &sandbox, &path, &["--no-progress", "run", runbook]);
+    assert_eq!(run.code, 2, "{}", run.all());
+    assert!(run.stderr.contains(&blob_line) && run.stderr.contains("nothing was run"), "{}", run.stderr);
+    assert_eq!(writes(&sandbox), before, "a run stopped by doctor wrote something");
+    assert!(!env.journal().exists(), "a run stopped by doctor opened the journal");
+
+    // Storage Blob Data Contributor on the subscription grants the data action.
+    let principal = runbook_sandbox::SANDBOX_CLIENT_OBJECT_ID;
+    let assignment = format!(
+        "{}{subscription}/providers/Microsoft.Authorization/roleAssignments/5a4db0c5-0000-4000-8000-0000000000b1?api-version=2022-04-01",
+        sandbox.settings["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/')
+    );
+    let body = serde_json::json!({ "properties": {
+        "roleDefinitionId": format!("{subscription}/providers/Microsoft.Authorization/roleDefinitions/ba92f5b4-2d11-453d-a403-e96b0029c9fe"),
+        "principalId": principal,
+        "principalType": "ServicePrincipal",
+    }});
+    let (status, answer) =
+        sandbox.call(reqwest::Method::PUT, &assignment, "https://management.azure.com/.default", Some(body));
+    assert_eq!(status, 201, "{answer}");
+    let granted = on_sandbox(&env, &sandbox, &path, &["doctor", runbook]);
+    assert_eq!(granted.code, 0, "{}", granted.all());
+    assert!(
+        granted.stdout.contains(&format!("ok   Azure permissions at {subscription}: all 1 operations")),
+        "{}",
+        granted.stdout
+    );
+
+    // A principal without Graph permission: the Graph line names what it lacks and the steps.
+    let (client_id, secret) = unprivileged_principal(&sandbox);
+    let out = env
+        .command(&["doctor", runbook])
+        .envs(&sandbox.settings)
+        .env("AZURE_CLIENT_ID", &client_id)
+        .env("AZURE_CLIENT_SECRET", &secret)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stdout.contains("FAIL Graph may write applications and service principals: not granted: the token holds app roles none; steps app need Application.ReadWrite.OwnedBy"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("hint: ask an administrator to grant the principal the Graph application permission"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&blob_line), "{stdout}");
 }

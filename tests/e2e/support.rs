@@ -207,6 +207,38 @@ impl SandboxProcess {
         self.get(runbook_sandbox::STATE_PATH)
     }
 
+    /// `method url` outside the runbook, as the sandbox's own principal with a token for
+    /// `scope`: the status and the JSON answer (null when there is none).
+    pub fn call(
+        &self,
+        method: reqwest::Method,
+        url: &str,
+        scope: &str,
+        body: Option<serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let s = &self.settings;
+        let client = self.client();
+        let token: serde_json::Value = client
+            .post(format!("{}{}/oauth2/v2.0/token", s["RUNBOOK_AUTHORITY_HOST"], s["AZURE_TENANT_ID"]))
+            .form(&[
+                ("client_id", s["AZURE_CLIENT_ID"].as_str()),
+                ("client_secret", s["AZURE_CLIENT_SECRET"].as_str()),
+                ("grant_type", "client_credentials"),
+                ("scope", scope),
+            ])
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
+        let mut request = client.request(method, url).bearer_auth(token["access_token"].as_str().unwrap());
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let answer = request.send().unwrap();
+        let status = answer.status().as_u16();
+        (status, answer.json().unwrap_or(serde_json::Value::Null))
+    }
+
     fn client(&self) -> reqwest::blocking::Client {
         let ca = reqwest::Certificate::from_pem(&std::fs::read(self.dir.join("sandbox-ca.pem")).unwrap()).unwrap();
         reqwest::blocking::Client::builder().add_root_certificate(ca).build().unwrap()

@@ -1,36 +1,44 @@
 //! Azure for a runbook with Azure steps: who signs in, which subscription they act on, and
-//! whether they may make the runbook's ARM writes there (the permissions ARM lists for the
-//! caller at the subscription: `Microsoft.Authorization/permissions`).
+//! whether they may make the runbook's ARM writes there and its blob writes with a bearer token
+//! (the permissions ARM lists for the caller at the subscription:
+//! `Microsoft.Authorization/permissions`, `actions` and `dataActions`), and its Graph writes.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
 use super::Check;
+use super::blob::blob_needs;
+use super::graph::check_graph;
 use super::subject::{PlannedStep, Subject, unresolved};
-
-const AZURE_KINDS: [&str; 3] = ["arm", "graph", "blob"];
 
 /// The api-version of the permissions listing (the one `az role assignment` uses for it).
 const PERMISSIONS_API_VERSION: &str = "2022-04-01";
 
+/// An RBAC operation one step needs: an action, or a data action (blob contents).
+pub struct Need {
+    pub operation: String,
+    pub data: bool,
+    pub step: String,
+}
+
 pub async fn check_azure(subject: &Subject, azure: &runbook_steps::SettingsSource) -> Vec<Check> {
-    if !subject.steps.iter().any(|s| AZURE_KINDS.contains(&s.kind.as_str())) {
-        return Vec::new();
+    let blob = blob_needs(subject);
+    let mut checks = blob.checks;
+    // A SAS needs no sign-in: only ARM, Graph and bearer blob steps do.
+    if !subject.steps.iter().any(|s| s.kind == "arm" || s.kind == "graph") && blob.rbac.is_empty() {
+        return checks;
     }
     let settings = match azure.load() {
         Ok(settings) => settings,
         Err(e) => {
             let hint = e.hint.clone().unwrap_or_else(|| "set the Azure settings (see `runbook show`)".into());
-            return vec![Check::fail("Azure settings", e.to_string(), hint)];
+            checks.push(Check::fail("Azure settings", e.to_string(), hint));
+            return checks;
         }
     };
-    let mut checks = Vec::new();
-    let signed_in = match runbook_steps::signed_in_principal(&settings).await {
-        Ok(principal) => {
-            checks.push(Check::pass("Azure sign-in", principal.to_string()));
-            true
-        }
+    match runbook_steps::signed_in_principal(&settings).await {
+        Ok(principal) => checks.push(Check::pass("Azure sign-in", principal.to_string())),
         Err(e) => {
             checks.push(Check::fail(
                 "Azure sign-in",
@@ -39,15 +47,13 @@ pub async fn check_azure(subject: &Subject, azure: &runbook_steps::SettingsSourc
                     .clone()
                     .unwrap_or_else(|| "sign in with `az login`, or set a client secret or workload identity".into()),
             ));
-            false
+            return checks;
         }
-    };
+    }
     match &settings.subscription_id {
         Some(id) => {
             checks.push(Check::pass("Azure subscription", id.clone()));
-            if signed_in {
-                checks.extend(check_permissions(subject, &settings, id).await);
-            }
+            checks.extend(check_permissions(subject, blob.rbac, &settings, id).await);
         }
         None => checks.push(Check::fail(
             "Azure subscription",
@@ -55,12 +61,37 @@ pub async fn check_azure(subject: &Subject, azure: &runbook_steps::SettingsSourc
             "set AZURE_SUBSCRIPTION_ID to the subscription the runbook acts on",
         )),
     }
+    checks.extend(check_graph(subject, &settings).await);
     checks
+}
+
+/// `id` with each `${steps.NAME.id}` replaced by the `id` input of the `arm` step NAME, as far as
+/// that is known: the resource type of `${steps.account.id}` is the one its step writes.
+fn with_step_ids(id: &str, subject: &Subject) -> String {
+    let reference = regex::Regex::new(r"\$\{steps\.([A-Za-z0-9_-]+)\.id\}").expect("static regex");
+    let mut id = id.to_string();
+    // A few rounds: a step's id may itself start from another's.
+    for _ in 0..4 {
+        let next = reference
+            .replace_all(&id, |c: &regex::Captures<'_>| {
+                subject
+                    .of_kind("arm")
+                    .find(|s| s.id == c[1])
+                    .and_then(|s| s.inputs["id"].as_str())
+                    .map_or_else(|| c[0].to_string(), String::from)
+            })
+            .into_owned();
+        if next == id {
+            break;
+        }
+        id = next;
+    }
+    id
 }
 
 /// The ARM operation a write of `step` performs, e.g. `Microsoft.Network/dnsZones/NS/write`;
 /// Ok(None) for a read, Err when its resource type is known only once the run reaches it.
-fn operation_of(step: &PlannedStep) -> Result<Option<String>, ()> {
+fn operation_of(step: &PlannedStep, subject: &Subject) -> Result<Option<String>, ()> {
     let inputs = &step.inputs;
     let verb = match inputs["action"].as_str().unwrap_or_default() {
         "ensure" => "write",
@@ -69,8 +100,8 @@ fn operation_of(step: &PlannedStep) -> Result<Option<String>, ()> {
         "assign_role" => return Ok(Some("Microsoft.Authorization/roleAssignments/write".into())),
         _ => return Ok(None),
     };
-    let id = inputs["id"].as_str().unwrap_or_default();
-    let mut path = resource_type(id).ok_or(())?;
+    let id = with_step_ids(inputs["id"].as_str().unwrap_or_default(), subject);
+    let mut path = resource_type(&id).ok_or(())?;
     if let Some(operation) = inputs["operation"].as_str().filter(|o| !o.is_empty()) {
         path = format!("{path}/{operation}");
     }
@@ -104,29 +135,35 @@ fn covers(pattern: &str, operation: &str) -> bool {
     regex::Regex::new(&expression).is_ok_and(|r| r.is_match(operation))
 }
 
-/// Whether one of the permission blocks grants `operation` (its actions cover it and its
-/// notActions do not).
-fn granted(blocks: &[Value], operation: &str) -> bool {
+/// Whether one of the permission blocks grants `operation` (its actions, or for a data action
+/// its dataActions, cover it and the matching not-list does not).
+fn granted(blocks: &[Value], operation: &str, data: bool) -> bool {
+    let (allow, deny) = if data { ("dataActions", "notDataActions") } else { ("actions", "notActions") };
     let any =
         |list: &Value| list.as_array().into_iter().flatten().filter_map(Value::as_str).any(|p| covers(p, operation));
-    blocks.iter().any(|block| any(&block["actions"]) && !any(&block["notActions"]))
+    blocks.iter().any(|block| any(&block[allow]) && !any(&block[deny]))
 }
 
 async fn check_permissions(
     subject: &Subject,
+    blob: Vec<Need>,
     settings: &runbook_steps::AzureSettings,
     subscription: &str,
 ) -> Vec<Check> {
-    let mut needed: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    // (operation, data action) → the steps needing it.
+    let mut needed: BTreeMap<(String, bool), BTreeSet<String>> = BTreeMap::new();
     let mut later = Vec::new();
     for step in subject.of_kind("arm") {
-        match operation_of(step) {
+        match operation_of(step, subject) {
             Ok(Some(operation)) => {
-                needed.entry(operation).or_default().insert(step.id.clone());
+                needed.entry((operation, false)).or_default().insert(step.id.clone());
             }
             Ok(None) => {}
             Err(()) => later.push(step.id.clone()),
         }
+    }
+    for need in blob {
+        needed.entry((need.operation, need.data)).or_default().insert(need.step);
     }
     let mut checks = Vec::new();
     if !later.is_empty() {
@@ -157,16 +194,26 @@ async fn check_permissions(
             return checks;
         }
     };
-    let missing: Vec<(&String, &BTreeSet<String>)> = needed.iter().filter(|(op, _)| !granted(&blocks, op)).collect();
+    let missing: Vec<(&(String, bool), &BTreeSet<String>)> =
+        needed.iter().filter(|((op, data), _)| !granted(&blocks, op, *data)).collect();
     if missing.is_empty() {
         checks.push(Check::pass(what, format!("all {} operations the runbook's writes need", needed.len())));
     }
-    for (operation, steps) in missing {
-        checks.push(Check::fail(
-            format!("Azure may {operation} at {scope}"),
-            format!("not granted (steps {})", steps.iter().cloned().collect::<Vec<_>>().join(", ")),
-            "the procedure needs Contributor and User Access Administrator on the subscription: ask an owner to assign the missing role, or sign in as a principal that has it",
-        ));
+    for ((operation, data), steps) in missing {
+        let steps = steps.iter().cloned().collect::<Vec<_>>().join(", ");
+        checks.push(if *data {
+            Check::fail(
+                format!("Azure may {operation} (data action) at {scope}"),
+                format!("not granted (steps {steps})"),
+                "blob writes with auth = \"bearer\" need a data action: ask an owner to assign Storage Blob Data Contributor on the subscription (doctor reads the permissions there), or authorize the steps with a SAS",
+            )
+        } else {
+            Check::fail(
+                format!("Azure may {operation} at {scope}"),
+                format!("not granted (steps {steps})"),
+                "the procedure needs Contributor and User Access Administrator on the subscription: ask an owner to assign the missing role, or sign in as a principal that has it",
+            )
+        });
     }
     checks
 }
@@ -176,13 +223,21 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn arm(inputs: Value) -> PlannedStep {
-        PlannedStep { id: "s".into(), kind: "arm".into(), inputs }
+    fn arm(id: &str, inputs: Value) -> PlannedStep {
+        PlannedStep { id: id.into(), kind: "arm".into(), inputs }
     }
 
     #[test]
     fn writes_map_to_the_operations_rbac_checks() {
-        let op = |inputs: Value| operation_of(&arm(inputs));
+        let account = arm(
+            "account",
+            json!({"action": "ensure", "id": "${steps.rg.id}/providers/Microsoft.Storage/storageAccounts/${vars.a}"}),
+        );
+        let rg =
+            arm("rg", json!({"action": "ensure", "id": "/subscriptions/{subscription}/resourceGroups/${vars.p}-rg"}));
+        let subject =
+            Subject { runbook: "t".into(), steps: vec![rg, account], work_dir: ".".into(), unknown: Vec::new() };
+        let op = |inputs: Value| operation_of(&arm("s", inputs), &subject);
         assert_eq!(
             op(json!({"action": "ensure", "id": "/subscriptions/{subscription}/resourceGroups/${vars.p}-rg"})),
             Ok(Some("Microsoft.Resources/subscriptions/resourceGroups/write".into()))
@@ -202,18 +257,37 @@ mod tests {
             Ok(Some("Microsoft.Authorization/roleAssignments/write".into()))
         );
         assert_eq!(op(json!({"action": "get", "id": "/subscriptions/s"})), Ok(None));
-        assert_eq!(op(json!({"action": "delete", "id": "${steps.rg.id}"})), Err(()));
+        // An id made by an earlier step has that step's resource type.
+        assert_eq!(
+            op(json!({"action": "delete", "id": "${steps.rg.id}"})),
+            Ok(Some("Microsoft.Resources/subscriptions/resourceGroups/delete".into()))
+        );
+        assert_eq!(
+            op(json!({"action": "post", "id": "${steps.account.id}", "operation": "ListAccountSas"})),
+            Ok(Some("Microsoft.Storage/storageAccounts/ListAccountSas/action".into()))
+        );
+        assert_eq!(op(json!({"action": "delete", "id": "${steps.elsewhere.id}"})), Err(()));
     }
 
     #[test]
-    fn blocks_grant_actions_minus_not_actions() {
-        let contributor = json!({"actions": ["*"], "notActions": ["Microsoft.Authorization/*/Write"]});
+    fn blocks_grant_actions_minus_not_actions_and_data_actions_apart() {
+        let contributor =
+            json!({"actions": ["*"], "notActions": ["Microsoft.Authorization/*/Write"], "dataActions": []});
         let blocks = [contributor];
-        assert!(granted(&blocks, "Microsoft.Network/virtualNetworks/write"));
-        assert!(!granted(&blocks, "Microsoft.Authorization/roleAssignments/write"));
+        assert!(granted(&blocks, "Microsoft.Network/virtualNetworks/write", false));
+        assert!(!granted(&blocks, "Microsoft.Authorization/roleAssignments/write", false));
         let with_uaa =
             [blocks[0].clone(), json!({"actions": ["*/read", "Microsoft.Authorization/*"], "notActions": []})];
-        assert!(granted(&with_uaa, "microsoft.authorization/roleassignments/write"));
-        assert!(!granted(&[json!({"actions": ["*/read"], "notActions": []})], "Microsoft.Network/dnsZones/write"));
+        assert!(granted(&with_uaa, "microsoft.authorization/roleassignments/write", false));
+        assert!(!granted(
+            &[json!({"actions": ["*/read"], "notActions": []})],
+            "Microsoft.Network/dnsZones/write",
+            false
+        ));
+        // Owner's `*` is no data action.
+        let blob = "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write";
+        assert!(!granted(&blocks, blob, true));
+        let data = json!({"actions": [], "dataActions": ["Microsoft.Storage/storageAccounts/blobServices/containers/blobs/*"], "notDataActions": []});
+        assert!(granted(&[data], blob, true));
     }
 }

@@ -1,10 +1,13 @@
 //! Before a run: does this machine and account have what the runbook needs? Programs its exec
 //! steps call (on PATH, with versions), the flags it passes to `hypershift` (read from the
 //! installed CLI's `--help`), the clusters its kube steps talk to and what their user may do
-//! there, and an Azure sign-in with a subscription and the permissions its ARM writes need.
+//! there, and an Azure sign-in with a subscription and the permissions its ARM, blob and Graph
+//! writes need.
 //! `runbook doctor` prints these checks; `runbook run` makes them first and stops on a failure.
 
 mod azure;
+mod blob;
+mod graph;
 mod kube;
 mod programs;
 mod subject;

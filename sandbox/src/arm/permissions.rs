@@ -2,7 +2,9 @@
 //! scope, one permission block per role that reaches it (what `az role assignment list` and the
 //! portal's "check access" read). It answers from the same rules the sandbox enforces: a
 //! forbidden principal may only read; any other caller may make every write but role-assignment
-//! writes and deletes (a Contributor's reach), which need a role that grants them.
+//! writes and deletes (a Contributor's reach), which need a role that grants them. Each block
+//! carries the role's `dataActions` too, so a caller can tell whether it may write blob
+//! contents with a bearer token (Storage Blob Data roles; Owner and Contributor grant none).
 
 use http::{Method, StatusCode};
 use serde_json::{Value, json};

@@ -43,6 +43,16 @@ pub async fn signed_in_principal(settings: &AzureSettings) -> Result<Value, Step
     }))
 }
 
+/// The claims of an access token for `scope` (e.g. Graph's `roles`, `scp` and `wids`: what the
+/// principal may do there), read as `signed_in_principal` reads them.
+pub async fn access_claims(settings: &AzureSettings, scope: &str) -> Result<Value, StepError> {
+    let transport = transport(settings.ca_file.as_deref())?;
+    let token = credential(settings, &transport)?.get_token(&[scope], None).await.map_err(|e| {
+        StepError::permanent(format!("cannot get an access token for {scope}: {e}")).with_code("CredentialUnavailable")
+    })?;
+    token_claims(token.token.secret())
+}
+
 /// The claims of a JWT, read without checking its signature: they only name who we are, and the
 /// token came straight from the credential.
 fn token_claims(token: &str) -> Result<Value, StepError> {
