@@ -1,8 +1,9 @@
 //! The programs a runbook's exec steps run: found on PATH, their versions, and for `hypershift`
 //! every flag the runbook passes accepted by the installed CLI.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -46,8 +47,25 @@ fn locate(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?).map(|dir| dir.join(program)).find(|p| executable(p))
 }
 
+/// What programs printed, by program and arguments: within one process (a rehearsal's phases,
+/// one run after another) each binary is asked for its version and each help text once.
+type Printed = HashMap<(PathBuf, Vec<String>), Option<String>>;
+static PRINTED: LazyLock<Mutex<Printed>> = LazyLock::new(Mutex::default);
+
 /// Runs `program args`; its output (stdout, else stderr) when it exits 0.
 async fn output_of(program: &PathBuf, args: &[&str]) -> Option<String> {
+    let key = (program.clone(), args.iter().map(|a| a.to_string()).collect());
+    if let Some(printed) = PRINTED.lock().ok().and_then(|p| p.get(&key).cloned()) {
+        return printed;
+    }
+    let printed = run_for_output(program, args).await;
+    if let Ok(mut cache) = PRINTED.lock() {
+        cache.insert(key, printed.clone());
+    }
+    printed
+}
+
+async fn run_for_output(program: &PathBuf, args: &[&str]) -> Option<String> {
     let mut command = tokio::process::Command::new(program);
     command.args(args).stdin(std::process::Stdio::null()).kill_on_drop(true);
     let out = tokio::time::timeout(PROGRAM_TIMEOUT, command.output()).await.ok()?.ok()?;
