@@ -3,7 +3,7 @@
 //! no VM made twice, and the phase ends as an uninterrupted one does. Counted from the sandbox's
 //! request log (every create, not only what is left at the end) and its state.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -102,4 +102,80 @@ fn kill_9_at_ten_moments_of_phase3_then_resume_creates_everything_once() {
     assert_eq!(vms.len(), 2, "seed {seed}: {vms:#?}");
     let gone: Vec<&String> = crasher.resources_seen.iter().filter(is_vm).filter(|id| !now.contains(id)).collect();
     assert!(gone.is_empty(), "seed {seed}, kills {kills:#?}: VMs replaced: {gone:#?}");
+}
+
+/// The role assignments in the sandbox's Azure.
+fn role_assignments(rehearsed: &Rehearsed) -> BTreeSet<String> {
+    let state = rehearsed.sandbox.state();
+    let ids = state["resources"].as_array().unwrap().iter().filter_map(Value::as_str);
+    ids.filter(|id| id.to_ascii_lowercase().contains("/providers/microsoft.authorization/roleassignments/"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `hypershift create cluster` assigns the workload identities' roles before it creates the
+/// HostedCluster. Killed in between and resumed, the create runs again: under the same infra id
+/// it finds the assignments it made instead of making a second set under new names, and
+/// destroying the cluster removes every one of them, the DNS zone group's included.
+#[test]
+fn a_kill_between_role_assignment_and_the_hosted_cluster_then_resume_and_cleanup_leak_no_assignment() {
+    let env = TestEnv::new();
+    let rehearsed = Rehearsed::start(&env, 2, LATENCY_SCALE);
+    let before_phase3 = role_assignments(&rehearsed);
+    let before = rehearsed.sandbox.requests().len();
+    let vars = rehearsed.dir.join("phase3.vars.toml");
+    std::fs::write(&vars, format!("pull_secret = \"{}\"\n", rehearsed.dir.join("pull-secret.json").display())).unwrap();
+
+    let log_path = env.path().join("phase3-killed.log");
+    let mut child = rehearsed
+        .command(&env, &["--no-progress", "run", PHASE3, "--vars", vars.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .expect("runbook starts");
+    // The first role assignment written, then SIGKILL (its programs die with it).
+    let assigned = |r: &Value| {
+        r["method"] == "PUT"
+            && r["status"] == 201
+            && r["path"].as_str().unwrap_or_default().to_ascii_lowercase().contains("/roleassignments/")
+    };
+    // At a scope that outlives the cluster (the DNS zone's group), not one of the cluster's own
+    // groups, whose assignments go with them.
+    let outlives = |r: &Value| {
+        let path = r["path"].as_str().unwrap_or_default().to_ascii_lowercase();
+        assigned(r) && !["managed-rg", "customer-vnet-rg", "customer-nsg-rg"].iter().any(|g| path.contains(g))
+    };
+    while !rehearsed.sandbox.requests()[before..].iter().any(outlives) {
+        let ended = child.try_wait().unwrap();
+        assert!(
+            ended.is_none(),
+            "Phase 3 ended before assigning a role:\n{}",
+            std::fs::read_to_string(&log_path).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    assert!(kube_objects(&rehearsed, "hostedclusters").is_empty(), "the kill came after the HostedCluster");
+    let made_before_kill: BTreeSet<String> = role_assignments(&rehearsed).difference(&before_phase3).cloned().collect();
+    assert!(!made_before_kill.is_empty());
+
+    let runs = rehearsed.runs_of(PHASE3);
+    let resumed = rehearsed.command(&env, &["--no-progress", "resume", &runs[0]]).output().unwrap();
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    let after_phase3 = role_assignments(&rehearsed);
+    let lost: Vec<&String> = made_before_kill.difference(&after_phase3).collect();
+    assert!(lost.is_empty(), "the resumed create assigned under other names: {lost:#?}");
+    let requests: Vec<Value> = rehearsed.sandbox.requests().split_off(before);
+    let mut written = BTreeMap::new();
+    for request in requests.iter().filter(|r| assigned(r)) {
+        *written.entry(request["path"].as_str().unwrap().to_ascii_lowercase()).or_insert(0) += 1;
+    }
+    assert!(written.values().all(|n| *n == 1), "assignments written twice: {written:#?}");
+    assert_eq!(written.len(), after_phase3.len() - before_phase3.len(), "{written:#?}");
+
+    let cleanup = rehearsed.command(&env, &["--no-progress", "run", "cleanup-hosted-cluster"]).output().unwrap();
+    assert!(cleanup.status.success(), "{}", String::from_utf8_lossy(&cleanup.stderr));
+    let leaked: Vec<String> = role_assignments(&rehearsed).difference(&before_phase3).cloned().collect();
+    assert!(leaked.is_empty(), "left after destroying the cluster: {leaked:#?}");
 }
