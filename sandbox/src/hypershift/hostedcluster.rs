@@ -133,8 +133,11 @@ impl ClusterReconciler {
             hosted_api::report_version(&handle, &status["version"], was_available || ready_to_report);
         }
         let becomes_available = !was_available && available(&json!({ "status": &status }));
+        // Stamped before the commit: a watcher can see the new status and finish before this
+        // thread runs again, so a stamp taken after the commit could come after the wait's end.
+        let committed_at = hs.shared.timestamp();
         if super::write_status(&hs.mgmt, HOSTED_CLUSTERS, &hc, status) && becomes_available {
-            hs.available_at.lock().expect("available lock").insert(self.key.clone(), hs.shared.timestamp());
+            hs.available_at.lock().expect("available lock").insert(self.key.clone(), committed_at);
         }
         next
     }
