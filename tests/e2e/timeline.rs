@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::TestEnv;
 
@@ -64,6 +64,9 @@ fn a_phase1_rehearsal_timeline_marks_the_critical_path_bench_reports() {
     assert!(critical_steps.len() >= 3, "{critical_steps:?}");
     assert!(critical_steps.iter().all(|s| steps.contains(s)), "{critical_steps:?} not all among {steps:?}");
     assert!(steps.len() > 50, "{steps:?}");
+    // The rehearsal's summary names the same steps.
+    let runs = rehearsal.last_json()["runs"].clone();
+    assert_eq!(runs[0]["critical_path"], json!(critical_steps), "{runs:#}");
 
     // Chrome trace: valid JSON in the Trace Event Format, a lane per instance, the critical
     // path's attempts in their own category.

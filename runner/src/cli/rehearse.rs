@@ -155,9 +155,12 @@ impl Rehearsal {
             })
             .unwrap_or(Value::Null);
         let retried = record.as_ref().map(|r| retried_steps(&journal, &r.id)).transpose()?.unwrap_or(0);
+        let critical_path =
+            record.as_ref().map(|r| critical_path_steps(&journal, &r.id)).transpose()?.unwrap_or_default();
         let summary = json!({
             "phase": number, "runbook": runbook, "run_id": record.map(|r| r.id), "status": finished["status"],
             "duration_ms": finished["duration_ms"], "critical_path_ms": finished["critical_path_ms"],
+            "critical_path": critical_path,
             "steps": finished["counts"], "retried": retried,
             // What Azure and the management cluster hold once this runbook is done, so each
             // runbook's effect can be counted.
@@ -468,13 +471,40 @@ fn phase_line(number: u8, runs: &[Value]) -> String {
     let retried = sum(&|r| r["retried"].as_u64().unwrap_or(0));
     let ok = of_phase.iter().all(|r| r["status"] == "succeeded");
     let runbooks: Vec<&str> = of_phase.iter().filter_map(|r| r["runbook"].as_str()).collect();
-    format!(
+    let mut line = format!(
         "{} {} in {:.1} s: {run} steps run, {retried} retried, {reused} already done ({})",
         phase_name(number),
         if ok { "succeeded" } else { "stopped" },
         ms as f64 / 1000.0,
         runbooks.join(", ")
-    )
+    );
+    for run in &of_phase {
+        let steps: Vec<&str> =
+            run["critical_path"].as_array().map(|s| s.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        if !steps.is_empty() {
+            line.push_str(&format!(
+                "\n    critical path of {} ({:.1} s): {}",
+                run["runbook"].as_str().unwrap_or("?"),
+                run["critical_path_ms"].as_u64().unwrap_or(0) as f64 / 1000.0,
+                steps.join(" → ")
+            ));
+        }
+    }
+    line
+}
+
+/// The steps of the run's last critical path (a run resumed after an approval has one per
+/// invocation; the last is the one `run_finished` reports).
+fn critical_path_steps(journal: &runbook_journal::Journal, run_id: &str) -> CliResult<Vec<String>> {
+    let events = journal.events_for_run(run_id)?;
+    Ok(events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.data {
+            runbook_journal::EventData::CriticalPath(path) => Some(path.steps.clone()),
+            _ => None,
+        })
+        .unwrap_or_default())
 }
 
 /// `--serve`: the sandbox stays up after the phases, with `sandbox.env` and the kubeconfigs
@@ -648,4 +678,25 @@ pub async fn rehearse(
         rehearsal.sandbox.shutdown().await;
     }
     Ok(exit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_phase_line_names_each_runs_critical_path() {
+        let runs = vec![
+            json!({ "phase": 1, "runbook": "phase1-azure-foundation", "status": "succeeded", "duration_ms": 4200,
+                    "critical_path_ms": 3900, "critical_path": ["rg", "identity", "checkpoint"],
+                    "steps": { "succeeded": 3, "reused": 0 }, "retried": 0 }),
+            json!({ "phase": 2, "runbook": "other", "critical_path": ["x"] }),
+        ];
+        let line = phase_line(1, &runs);
+        assert!(
+            line.contains("\n    critical path of phase1-azure-foundation (3.9 s): rg → identity → checkpoint"),
+            "{line}"
+        );
+        assert!(!line.contains("of other"), "{line}");
+    }
 }
