@@ -210,7 +210,8 @@ pub(crate) fn authenticate_secret(
     let sp = state.service_principals.values().find(|sp| sp.app_id.eq_ignore_ascii_case(client_id));
     match (app, sp) {
         (Some(app), Some(sp)) => {
-            if app.passwords.iter().any(|p| p.secret == secret) {
+            // A secret added to the application or to its service principal signs in.
+            if app.passwords.iter().chain(&sp.passwords).any(|p| p.secret == secret) {
                 Ok(sp.id.clone())
             } else {
                 Err(invalid_secret(client_id))

@@ -7,24 +7,46 @@ use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::auth::{self, GRAPH_AUDIENCES};
+use crate::graph_query::{self, Query};
 use crate::latency::Operation;
 use crate::state::{Application, PasswordCredential, ServicePrincipal};
 use crate::wire::{Reply, Req};
-use crate::{Shared, graph_shapes};
+use crate::{Shared, graph_federated, graph_shapes};
 
 const CONTENT_TYPE: &str =
     "application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8";
 
+/// Graph's error body. Its `innerError` (date, request ids) is stamped by [`stamp_error`]
+/// once the request is answered, from the sandbox clock and the ids in the headers.
 pub(crate) fn graph_error(status: StatusCode, code: &str, message: &str) -> Reply {
-    let body = json!({"error": {"code": code, "message": message, "innerError": {
-        "date": jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%S").to_string(),
-        "request-id": uuid::Uuid::new_v4().to_string(),
-        "client-request-id": uuid::Uuid::new_v4().to_string(),
-    }}});
-    Reply::json_with_type(status, &body, CONTENT_TYPE).with_error_code(code)
+    let body = json!({"error": {"code": code, "message": message, "innerError": {}}});
+    stamp_error(Reply::json_with_type(status, &body, CONTENT_TYPE).with_error_code(code), jiff::Timestamp::now(), None)
 }
 
-fn not_found(id: &str) -> Reply {
+/// Sets an error body's `innerError` the way Graph fills it: the time (no zone, seconds),
+/// and the `request-id` / `client-request-id` that the response headers also carry (the
+/// client's own id echoed when it sent one).
+pub(crate) fn stamp_error(mut reply: Reply, now: jiff::Timestamp, client_request_id: Option<&str>) -> Reply {
+    if reply.status.as_u16() < 400 {
+        return reply;
+    }
+    let Ok(mut body) = serde_json::from_slice::<Value>(&reply.body) else { return reply };
+    if !body["error"].is_object() {
+        return reply;
+    }
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let client_request_id = client_request_id.map(str::to_string).unwrap_or_else(|| request_id.clone());
+    body["error"]["innerError"] = json!({
+        "date": now.strftime("%Y-%m-%dT%H:%M:%S").to_string(),
+        "request-id": request_id,
+        "client-request-id": client_request_id,
+    });
+    reply.body = bytes::Bytes::from(serde_json::to_vec(&body).unwrap_or_default());
+    reply.headers.retain(|(k, _)| k != "request-id" && k != "client-request-id");
+    reply.with_header("request-id", request_id).with_header("client-request-id", client_request_id)
+}
+
+pub(crate) fn not_found(id: &str) -> Reply {
     graph_error(
         StatusCode::NOT_FOUND,
         "Request_ResourceNotFound",
@@ -32,13 +54,12 @@ fn not_found(id: &str) -> Reply {
     )
 }
 
-fn ok(status: StatusCode, v: &Value) -> Reply {
+pub(crate) fn ok(status: StatusCode, v: &Value) -> Reply {
     Reply::json_with_type(status, v, CONTENT_TYPE)
 }
 
-fn render_app(ctx_base: &str, app: &Application, entity: bool) -> Value {
-    let passwords: Vec<Value> = app
-        .passwords
+fn render_passwords(passwords: &[PasswordCredential]) -> Vec<Value> {
+    passwords
         .iter()
         .map(|p| {
             json!({
@@ -46,7 +67,10 @@ fn render_app(ctx_base: &str, app: &Application, entity: bool) -> Value {
                 "hint": p.hint, "keyId": p.key_id, "secretText": null, "startDateTime": p.start,
             })
         })
-        .collect();
+        .collect()
+}
+
+fn render_app(app: &Application) -> Value {
     // What the creator sent (settable properties) over Graph's defaults, then what
     // Graph itself owns.
     let mut settable = Value::Object(app.extra.clone());
@@ -55,51 +79,61 @@ fn render_app(ctx_base: &str, app: &Application, entity: bool) -> Value {
             obj.remove(owned);
         }
     }
-    let mut v = graph_shapes::overlay(graph_shapes::application_defaults(), &settable);
-    v = graph_shapes::overlay(
+    let v = graph_shapes::overlay(graph_shapes::application_defaults(), &settable);
+    graph_shapes::overlay(
         v,
         &json!({
             "id": app.id, "appId": app.app_id,
             "createdDateTime": app.created_at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-            "displayName": app.display_name, "passwordCredentials": passwords,
+            "displayName": app.display_name, "passwordCredentials": render_passwords(&app.passwords),
             "publisherDomain": "sandbox.onmicrosoft.com",
         }),
-    );
-    if entity {
-        v = graph_shapes::overlay(
-            json!({"@odata.context": format!("{ctx_base}/v1.0/$metadata#applications/$entity")}),
-            &v,
-        );
-    }
-    v
+    )
 }
 
-fn render_sp(ctx_base: &str, sp: &ServicePrincipal, tenant: &str, entity: bool) -> Value {
-    let mut v = graph_shapes::overlay(
+fn render_sp(sp: &ServicePrincipal, tenant: &str, app: Option<&Application>) -> Value {
+    // Its names: the application's id, then the application's identifier URIs.
+    let mut names = vec![json!(sp.app_id)];
+    if let Some(uris) = app.and_then(|a| a.extra.get("identifierUris")).and_then(Value::as_array) {
+        names.extend(uris.iter().cloned());
+    }
+    graph_shapes::overlay(
         graph_shapes::service_principal_defaults(),
         &json!({
             "id": sp.id, "accountEnabled": sp.account_enabled,
             "appDisplayName": sp.display_name, "appId": sp.app_id, "appOwnerOrganizationId": tenant,
             "createdDateTime": sp.created_at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-            "displayName": sp.display_name, "servicePrincipalNames": [sp.app_id],
-            "signInAudience": sp.sign_in_audience,
+            "displayName": sp.display_name, "servicePrincipalNames": names,
+            "signInAudience": sp.sign_in_audience, "passwordCredentials": render_passwords(&sp.passwords),
         }),
-    );
-    if entity {
-        v = graph_shapes::overlay(
-            json!({"@odata.context": format!("{ctx_base}/v1.0/$metadata#servicePrincipals/$entity")}),
-            &v,
-        );
+    )
+}
+
+fn sp_of_state(state: &crate::state::State, sp: &ServicePrincipal, tenant: &str) -> Value {
+    let app = state.applications.values().find(|a| a.app_id.eq_ignore_ascii_case(&sp.app_id));
+    render_sp(sp, tenant, app)
+}
+
+/// A single object as Graph answers a GET, POST or `$select`ed GET: its `@odata.context`
+/// first, then its (selected) properties.
+fn entity(base: &str, req: &Req, set: &str, type_name: &str, value: Value) -> Reply {
+    let selected = graph_query::select_of(req);
+    let context = json!({"@odata.context": format!(
+        "{base}/v1.0/$metadata#{}/$entity",
+        graph_query::context_set(&selected, set)
+    )});
+    match graph_query::select(&selected, graph_shapes::overlay(context, &value), type_name) {
+        Ok(v) => ok(StatusCode::OK, &v),
+        Err(reply) => reply,
     }
-    v
 }
 
 /// The directory object with this id, as `directoryObjects/getByIds` returns it: a service
 /// principal of an application, or the one Entra keeps for each managed identity.
-fn directory_object(state: &crate::state::State, base: &str, tenant: &str, id: &str) -> Option<Value> {
+fn directory_object(state: &crate::state::State, tenant: &str, id: &str) -> Option<Value> {
     let typed = |v: Value| graph_shapes::overlay(json!({"@odata.type": "#microsoft.graph.servicePrincipal"}), &v);
     if let Some(sp) = state.service_principals.get(id) {
-        return Some(typed(render_sp(base, sp, tenant, false)));
+        return Some(typed(sp_of_state(state, sp, tenant)));
     }
     // A client registered with the token endpoint (the sandbox's own operator among them) has a
     // service principal in a real tenant; its display name is its client id's.
@@ -119,25 +153,6 @@ fn directory_object(state: &crate::state::State, base: &str, tenant: &str, id: &
         "servicePrincipalType": "ManagedIdentity", "servicePrincipalNames": [client_id, identity.id],
         "alternativeNames": ["isExplicit=True", identity.id],
     })))
-}
-
-/// `displayName eq 'x'`, `appId eq 'x'`, `startswith(displayName,'x')`,
-/// `servicePrincipalNames/any(c:c eq 'x')`.
-fn matches(filter: &str, display_name: &str, app_id: &str) -> bool {
-    let quoted = regex::Regex::new(r"'((?:[^']|'')*)'").expect("static regex");
-    let Some(value) = quoted.captures(filter).and_then(|c| c.get(1)).map(|m| m.as_str().replace("''", "'")) else {
-        return true;
-    };
-    let f = filter.to_ascii_lowercase();
-    if f.starts_with("startswith(displayname") {
-        display_name.starts_with(&value)
-    } else if f.starts_with("displayname eq") {
-        display_name == value
-    } else if f.starts_with("appid eq") || f.starts_with("serviceprincipalnames/any") {
-        app_id.eq_ignore_ascii_case(&value)
-    } else {
-        false
-    }
 }
 
 /// Graph's resource id is its URL: Azure's, or in a registered cloud (the Azure CLI's
@@ -166,6 +181,11 @@ fn may_write_applications(roles: &[String]) -> bool {
 }
 
 pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
+    let reply = answer(shared, &req).await;
+    stamp_error(reply, shared.timestamp(), req.header("client-request-id"))
+}
+
+async fn answer(shared: &Arc<Shared>, req: &Req) -> Reply {
     let Some(token) = auth::bearer(req.header("authorization")) else {
         return graph_error(StatusCode::UNAUTHORIZED, "InvalidAuthenticationToken", "Access token is empty.");
     };
@@ -202,33 +222,200 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
     }
     let segs: Vec<&str> = req.segments.iter().map(String::as_str).collect();
     let base = shared.endpoints.graph.clone();
-    let tenant = shared.config.tenant_id.clone();
-    match (req.method.clone(), segs.as_slice()) {
-        (Method::GET, ["v1.0", "applications"]) => {
+    match segs.as_slice() {
+        ["v1.0", "applications", tail @ ..] => applications(shared, req, &base, tail).await,
+        ["v1.0", keyed, tail @ ..] if keyed.starts_with("applications(") => {
+            let id = match alternate_key(keyed, "applications") {
+                Some(("appId", app_id)) => shared
+                    .state()
+                    .applications
+                    .values()
+                    .find(|a| a.app_id.eq_ignore_ascii_case(&app_id))
+                    .map(|a| a.id.clone()),
+                _ => return unsupported_key(keyed),
+            };
+            let Some(id) = id else { return not_found(keyed) };
+            let mut path = vec![id.as_str()];
+            path.extend_from_slice(tail);
+            applications(shared, req, &base, &path).await
+        }
+        ["v1.0", "servicePrincipals", tail @ ..] => service_principals(shared, req, &base, tail).await,
+        ["v1.0", keyed, tail @ ..] if keyed.starts_with("servicePrincipals(") => {
+            let id = match alternate_key(keyed, "servicePrincipals") {
+                Some(("appId", app_id)) => shared
+                    .state()
+                    .service_principals
+                    .values()
+                    .find(|sp| sp.app_id.eq_ignore_ascii_case(&app_id))
+                    .map(|sp| sp.id.clone()),
+                _ => return unsupported_key(keyed),
+            };
+            let Some(id) = id else { return not_found(keyed) };
+            let mut path = vec![id.as_str()];
+            path.extend_from_slice(tail);
+            service_principals(shared, req, &base, &path).await
+        }
+        ["v1.0", "directoryObjects", "getByIds"] if req.method == Method::POST => {
+            let body: Value = req.json().unwrap_or(Value::Null);
             shared.sleep(Operation::GraphRead).await;
-            let filter = req.query("$filter").unwrap_or_default().to_string();
+            let ids: Vec<String> =
+                body["ids"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect();
             let state = shared.state();
-            let value: Vec<Value> = state
-                .applications
-                .values()
-                .filter(|a| matches(&filter, &a.display_name, &a.app_id))
-                .map(|a| render_app(&base, a, false))
-                .collect();
+            let tenant = &shared.config.tenant_id;
+            let value: Vec<Value> = ids.iter().filter_map(|id| directory_object(&state, tenant, id)).collect();
             ok(
                 StatusCode::OK,
-                &json!({"@odata.context": format!("{base}/v1.0/$metadata#applications"), "value": value}),
+                &json!({"@odata.context": format!("{base}/v1.0/$metadata#directoryObjects"), "value": value}),
             )
         }
-        (Method::POST, ["v1.0", "applications"]) => {
-            let body: Value = match req.json() {
+        ["v1.0", "directory", "deletedItems", id] if req.method == Method::DELETE => {
+            shared.sleep(Operation::GraphDelete).await;
+            match shared.state().deleted_applications.remove(*id) {
+                Some(_) => Reply::empty(StatusCode::NO_CONTENT),
+                None => not_found(id),
+            }
+        }
+        _ => unknown_segment(&segs),
+    }
+}
+
+fn unknown_segment(segs: &[&str]) -> Reply {
+    graph_error(
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        &format!("Resource not found for the segment '{}'.", segs.last().copied().unwrap_or_default()),
+    )
+}
+
+fn unsupported_key(segment: &str) -> Reply {
+    graph_error(
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        &format!("The key in the segment '{segment}' is not supported; use id or appId."),
+    )
+}
+
+/// `set(prop='value')`: the property and value of an alternate-key segment.
+fn alternate_key<'a>(segment: &'a str, set: &str) -> Option<(&'a str, String)> {
+    let inner = segment.strip_prefix(set)?.strip_prefix('(')?.strip_suffix(')')?;
+    let (prop, quoted) = inner.split_once('=')?;
+    let value = quoted.trim().strip_prefix('\'')?.strip_suffix('\'')?.replace("''", "'");
+    Some((prop.trim(), value))
+}
+
+/// Graph answers 400 to an object id that is not a GUID, before looking it up.
+fn check_object_id(id: &str) -> Result<(), Reply> {
+    if uuid::Uuid::parse_str(id).is_ok() {
+        Ok(())
+    } else {
+        Err(graph_error(StatusCode::BAD_REQUEST, "Request_BadRequest", &format!("Invalid object identifier '{id}'.")))
+    }
+}
+
+fn json_body(req: &Req) -> Result<Value, Reply> {
+    req.json().map_err(|e| {
+        graph_error(StatusCode::BAD_REQUEST, "BadRequest", &format!("Unable to read JSON request payload: {e}"))
+    })
+}
+
+/// `GET …/$count`: a bare number, for callers that accept eventual consistency.
+fn count_reply(req: &Req, items: &[Value]) -> Reply {
+    if !graph_query::eventual(req) {
+        return graph_query::count_unsupported();
+    }
+    match Query::parse(req) {
+        Ok(q) => Reply {
+            status: StatusCode::OK,
+            headers: vec![("content-type".into(), "text/plain;charset=utf-8".into())],
+            body: bytes::Bytes::from(q.count_of(items).to_string()),
+            error_code: None,
+            reset: false,
+        },
+        Err(reply) => reply,
+    }
+}
+
+fn list_reply(base: &str, req: &Req, set: &str, type_name: &str, items: Vec<Value>) -> Reply {
+    match Query::parse(req).and_then(|q| q.page(base, req, set, type_name, items)) {
+        Ok(page) => ok(StatusCode::OK, &page),
+        Err(reply) => reply,
+    }
+}
+
+/// A new password credential from an `addPassword` body, and how Graph answers it (the
+/// only time `secretText` is shown).
+fn new_password(shared: &Shared, base: &str, body: &Value) -> (PasswordCredential, Value) {
+    let pc = &body["passwordCredential"];
+    let secret: String = {
+        let bytes: [u8; 30] = rand::random();
+        base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes)
+    };
+    let now = shared.timestamp();
+    let start = pc["startDateTime"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+    let end = pc["endDateTime"].as_str().map(str::to_string).unwrap_or_else(|| {
+        (now + jiff::SignedDuration::from_hours(2 * 8760)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    });
+    let cred = PasswordCredential {
+        key_id: uuid::Uuid::new_v4().to_string(),
+        display_name: pc["displayName"].as_str().map(str::to_string),
+        hint: secret[..3].to_string(),
+        secret: secret.clone(),
+        start,
+        end,
+    };
+    let rendered = json!({
+        "@odata.context": format!("{base}/v1.0/$metadata#microsoft.graph.passwordCredential"),
+        "customKeyIdentifier": null, "displayName": cred.display_name, "endDateTime": cred.end,
+        "hint": cred.hint, "keyId": cred.key_id, "secretText": secret, "startDateTime": cred.start,
+    });
+    (cred, rendered)
+}
+
+/// `removePassword`: 204, or 400 naming a key id the object does not have.
+fn remove_password(passwords: &mut Vec<PasswordCredential>, body: &Value) -> Reply {
+    let key_id = body["keyId"].as_str().unwrap_or_default().to_string();
+    let before = passwords.len();
+    passwords.retain(|p| !p.key_id.eq_ignore_ascii_case(&key_id));
+    if passwords.len() == before {
+        return graph_error(
+            StatusCode::BAD_REQUEST,
+            "Request_BadRequest",
+            &format!("No password credential found with keyId '{key_id}'."),
+        );
+    }
+    Reply::empty(StatusCode::NO_CONTENT)
+}
+
+/// The object id a path starts with, checked before anything is looked up.
+fn first_id_checked(path: &[&str]) -> Result<(), Reply> {
+    match path.first() {
+        Some(id) if *id != "$count" => check_object_id(id),
+        _ => Ok(()),
+    }
+}
+
+async fn applications(shared: &Arc<Shared>, req: &Req, base: &str, path: &[&str]) -> Reply {
+    const TYPE: &str = "microsoft.graph.application";
+    if let Err(reply) = first_id_checked(path) {
+        return reply;
+    }
+    match (req.method.clone(), path) {
+        (Method::GET, []) => {
+            shared.sleep(Operation::GraphRead).await;
+            let items: Vec<Value> = shared.state().applications.values().map(render_app).collect();
+            list_reply(base, req, "applications", TYPE, items)
+        }
+        (Method::GET, ["$count"]) => {
+            let items: Vec<Value> = shared.state().applications.values().map(render_app).collect();
+            count_reply(req, &items)
+        }
+        (Method::POST, []) => {
+            let body = match json_body(req) {
                 Ok(b) => b,
-                Err(e) => {
-                    return graph_error(
-                        StatusCode::BAD_REQUEST,
-                        "BadRequest",
-                        &format!("Unable to read JSON request payload: {e}"),
-                    );
-                }
+                Err(reply) => return reply,
             };
             let Some(display_name) = body["displayName"].as_str() else {
                 return graph_error(
@@ -248,30 +435,31 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
                 created_at: shared.timestamp(),
                 passwords: Vec::new(),
                 extra,
+                federated_credentials: Vec::new(),
             };
-            let rendered = render_app(&base, &app, true);
-            let location =
-                format!("{base}/v2/{tenant}/directoryObjects/{}/Microsoft.DirectoryServices.Application", app.id);
+            let rendered = graph_shapes::overlay(
+                json!({"@odata.context": format!("{base}/v1.0/$metadata#applications/$entity")}),
+                &render_app(&app),
+            );
+            let location = format!(
+                "{base}/v2/{}/directoryObjects/{}/Microsoft.DirectoryServices.Application",
+                shared.config.tenant_id, app.id
+            );
             shared.state().applications.insert(app.id.clone(), app);
             ok(StatusCode::CREATED, &rendered).with_header("location", location)
         }
-        (Method::GET, ["v1.0", "applications", id]) => {
+        (Method::GET, [id]) => {
             shared.sleep(Operation::GraphRead).await;
-            match shared.state().applications.get(*id) {
-                Some(app) => ok(StatusCode::OK, &render_app(&base, app, true)),
+            let rendered = shared.state().applications.get(*id).map(render_app);
+            match rendered {
+                Some(app) => entity(base, req, "applications", TYPE, app),
                 None => not_found(id),
             }
         }
-        (Method::PATCH, ["v1.0", "applications", id]) => {
-            let body: Value = match req.json() {
+        (Method::PATCH, [id]) => {
+            let body = match json_body(req) {
                 Ok(b) => b,
-                Err(e) => {
-                    return graph_error(
-                        StatusCode::BAD_REQUEST,
-                        "BadRequest",
-                        &format!("Unable to read JSON request payload: {e}"),
-                    );
-                }
+                Err(reply) => return reply,
             };
             if body.get("passwordCredentials").is_some() {
                 return graph_error(
@@ -291,19 +479,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
             }
             Reply::empty(StatusCode::NO_CONTENT)
         }
-        (Method::POST, ["v1.0", "directoryObjects", "getByIds"]) => {
-            let body: Value = req.json().unwrap_or(Value::Null);
-            shared.sleep(Operation::GraphRead).await;
-            let ids: Vec<String> =
-                body["ids"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect();
-            let state = shared.state();
-            let value: Vec<Value> = ids.iter().filter_map(|id| directory_object(&state, &base, &tenant, id)).collect();
-            ok(
-                StatusCode::OK,
-                &json!({"@odata.context": format!("{base}/v1.0/$metadata#directoryObjects"), "value": value}),
-            )
-        }
-        (Method::DELETE, ["v1.0", "applications", id]) => {
+        (Method::DELETE, [id]) => {
             shared.sleep(Operation::GraphDelete).await;
             let mut state = shared.state();
             match state.applications.remove(*id) {
@@ -316,73 +492,51 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
                 None => not_found(id),
             }
         }
-        (Method::POST, ["v1.0", "applications", id, "addPassword"]) => {
+        (Method::POST, [id, "addPassword"]) => {
             let body: Value = req.json().unwrap_or(Value::Null);
             shared.sleep(Operation::GraphAddPassword).await;
             let mut state = shared.state();
             let Some(app) = state.applications.get_mut(*id) else { return not_found(id) };
-            let pc = &body["passwordCredential"];
-            let secret: String = {
-                let bytes: [u8; 30] = rand::random();
-                base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes)
-            };
-            let now = shared.timestamp();
-            let start = pc["startDateTime"]
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
-            let end = pc["endDateTime"].as_str().map(str::to_string).unwrap_or_else(|| {
-                (now + jiff::SignedDuration::from_hours(2 * 8760)).strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-            });
-            let cred = PasswordCredential {
-                key_id: uuid::Uuid::new_v4().to_string(),
-                display_name: pc["displayName"].as_str().map(str::to_string),
-                hint: secret[..3].to_string(),
-                secret: secret.clone(),
-                start,
-                end,
-            };
-            let rendered = json!({
-                "@odata.context": format!("{base}/v1.0/$metadata#microsoft.graph.passwordCredential"),
-                "customKeyIdentifier": null, "displayName": cred.display_name, "endDateTime": cred.end,
-                "hint": cred.hint, "keyId": cred.key_id, "secretText": secret, "startDateTime": cred.start,
-            });
+            let (cred, rendered) = new_password(shared, base, &body);
             app.passwords.push(cred);
             ok(StatusCode::OK, &rendered)
         }
-        (Method::POST, ["v1.0", "applications", id, "removePassword"]) => {
-            // Real Graph answers 204; an unknown keyId is 400 with the credential named.
+        (Method::POST, [id, "removePassword"]) => {
             let body: Value = req.json().unwrap_or(Value::Null);
             shared.sleep(Operation::GraphAddPassword).await;
             let mut state = shared.state();
             let Some(app) = state.applications.get_mut(*id) else { return not_found(id) };
-            let key_id = body["keyId"].as_str().unwrap_or_default().to_string();
-            let before = app.passwords.len();
-            app.passwords.retain(|p| !p.key_id.eq_ignore_ascii_case(&key_id));
-            if app.passwords.len() == before {
-                return ok(
-                    StatusCode::BAD_REQUEST,
-                    &json!({"error": {"code": "Request_BadRequest", "message": format!("No password credential found with keyId '{key_id}'.")}}),
-                );
+            remove_password(&mut app.passwords, &body)
+        }
+        (_, [id, "federatedIdentityCredentials", rest @ ..]) => {
+            if req.method != Method::GET {
+                shared.sleep(Operation::GraphApplicationPost).await;
             }
-            Reply::empty(StatusCode::NO_CONTENT)
+            let mut state = shared.state();
+            let Some(app) = state.applications.get_mut(*id) else { return not_found(id) };
+            graph_federated::handle(base, req, app, rest)
         }
-        (Method::GET, ["v1.0", "servicePrincipals"]) => {
+        _ => unknown_segment(path),
+    }
+}
+
+async fn service_principals(shared: &Arc<Shared>, req: &Req, base: &str, path: &[&str]) -> Reply {
+    const TYPE: &str = "microsoft.graph.servicePrincipal";
+    if let Err(reply) = first_id_checked(path) {
+        return reply;
+    }
+    let tenant = shared.config.tenant_id.clone();
+    let all = |shared: &Shared| -> Vec<Value> {
+        let state = shared.state();
+        state.service_principals.values().map(|sp| sp_of_state(&state, sp, &tenant)).collect()
+    };
+    match (req.method.clone(), path) {
+        (Method::GET, []) => {
             shared.sleep(Operation::GraphRead).await;
-            let filter = req.query("$filter").unwrap_or_default().to_string();
-            let state = shared.state();
-            let value: Vec<Value> = state
-                .service_principals
-                .values()
-                .filter(|sp| matches(&filter, &sp.display_name, &sp.app_id))
-                .map(|sp| render_sp(&base, sp, &tenant, false))
-                .collect();
-            ok(
-                StatusCode::OK,
-                &json!({"@odata.context": format!("{base}/v1.0/$metadata#servicePrincipals"), "value": value}),
-            )
+            list_reply(base, req, "servicePrincipals", TYPE, all(shared))
         }
-        (Method::POST, ["v1.0", "servicePrincipals"]) => {
+        (Method::GET, ["$count"]) => count_reply(req, &all(shared)),
+        (Method::POST, []) => {
             let body: Value = req.json().unwrap_or(Value::Null);
             let app_id = body["appId"].as_str().unwrap_or_default().to_string();
             shared.sleep(Operation::GraphServicePrincipalPost).await;
@@ -397,7 +551,7 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
                 );
                 let body = json!({"error": {"code": "Request_BadRequest", "message": message,
                     "details": [{"code": "NoBackingApplicationObject", "message": message, "target": "appId"}],
-                    "innerError": {"date": shared.timestamp().strftime("%Y-%m-%dT%H:%M:%S").to_string(), "request-id": uuid::Uuid::new_v4().to_string()}}});
+                    "innerError": {}}});
                 return Reply::json_with_type(StatusCode::BAD_REQUEST, &body, CONTENT_TYPE)
                     .with_error_code("Request_BadRequest");
             };
@@ -419,40 +573,64 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
                     .and_then(Value::as_str)
                     .unwrap_or(graph_shapes::DEFAULT_SIGN_IN_AUDIENCE)
                     .to_string(),
+                passwords: Vec::new(),
                 created: shared.now(),
                 created_at: shared.timestamp(),
             };
-            let rendered = render_sp(&base, &sp, &tenant, true);
+            let rendered = graph_shapes::overlay(
+                json!({"@odata.context": format!("{base}/v1.0/$metadata#servicePrincipals/$entity")}),
+                &render_sp(&sp, &tenant, Some(&app)),
+            );
             let location =
                 format!("{base}/v2/{tenant}/directoryObjects/{}/Microsoft.DirectoryServices.ServicePrincipal", sp.id);
             state.service_principals.insert(sp.id.clone(), sp);
             ok(StatusCode::CREATED, &rendered).with_header("location", location)
         }
-        (Method::GET, ["v1.0", "servicePrincipals", id]) => {
-            let state = shared.state();
-            match state.service_principals.get(*id) {
-                Some(sp) => ok(StatusCode::OK, &render_sp(&base, sp, &tenant, true)),
+        (Method::GET, [id]) => {
+            let rendered = {
+                let state = shared.state();
+                state.service_principals.get(*id).map(|sp| sp_of_state(&state, sp, &tenant))
+            };
+            match rendered {
+                Some(sp) => entity(base, req, "servicePrincipals", TYPE, sp),
                 None => not_found(id),
             }
         }
-        (Method::DELETE, ["v1.0", "servicePrincipals", id]) => {
+        (Method::PATCH, [id]) => {
+            let body = match json_body(req) {
+                Ok(b) => b,
+                Err(reply) => return reply,
+            };
+            let mut state = shared.state();
+            let Some(sp) = state.service_principals.get_mut(*id) else { return not_found(id) };
+            if let Some(enabled) = body["accountEnabled"].as_bool() {
+                sp.account_enabled = enabled;
+            }
+            Reply::empty(StatusCode::NO_CONTENT)
+        }
+        (Method::DELETE, [id]) => {
             shared.sleep(Operation::GraphDelete).await;
             match shared.state().service_principals.remove(*id) {
                 Some(_) => Reply::empty(StatusCode::NO_CONTENT),
                 None => not_found(id),
             }
         }
-        (Method::DELETE, ["v1.0", "directory", "deletedItems", id]) => {
-            shared.sleep(Operation::GraphDelete).await;
-            match shared.state().deleted_applications.remove(*id) {
-                Some(_) => Reply::empty(StatusCode::NO_CONTENT),
-                None => not_found(id),
-            }
+        (Method::POST, [id, "addPassword"]) => {
+            let body: Value = req.json().unwrap_or(Value::Null);
+            shared.sleep(Operation::GraphAddPassword).await;
+            let mut state = shared.state();
+            let Some(sp) = state.service_principals.get_mut(*id) else { return not_found(id) };
+            let (cred, rendered) = new_password(shared, base, &body);
+            sp.passwords.push(cred);
+            ok(StatusCode::OK, &rendered)
         }
-        _ => graph_error(
-            StatusCode::BAD_REQUEST,
-            "BadRequest",
-            &format!("Resource not found for the segment '{}'.", segs.last().copied().unwrap_or_default()),
-        ),
+        (Method::POST, [id, "removePassword"]) => {
+            let body: Value = req.json().unwrap_or(Value::Null);
+            shared.sleep(Operation::GraphAddPassword).await;
+            let mut state = shared.state();
+            let Some(sp) = state.service_principals.get_mut(*id) else { return not_found(id) };
+            remove_password(&mut sp.passwords, &body)
+        }
+        _ => unknown_segment(path),
     }
 }

@@ -20,6 +20,8 @@ mod entra_metadata;
 mod faults;
 mod federation;
 mod graph;
+mod graph_federated;
+mod graph_query;
 mod graph_shapes;
 mod hypershift;
 pub mod kube;

@@ -340,3 +340,104 @@ fn after_a_rehearsal_the_azure_cli_shows_what_the_runbook_made() {
     // The issuer the federated credentials name serves its discovery document.
     assert!(issuer.ends_with(account), "{issuer}");
 }
+
+/// `az ad` end to end, as an administrator would type it: an application, its federated
+/// credentials, its service principal with a reset secret that signs in, a role assignment
+/// naming the principal type, and deletion.
+#[test]
+fn az_ad_manages_applications_federated_credentials_and_service_principals() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start_scaled(&env.path().join("sandbox"), "0.02");
+    let az = Az::new(&sandbox, env.path());
+    az.login();
+
+    let app = az.json(&["ad", "app", "create", "--display-name", "conform-external-dns"]);
+    let (object_id, app_id) = (app["id"].as_str().unwrap().to_string(), app["appId"].as_str().unwrap().to_string());
+    // Created again by name: az finds it through $filter and patches it instead.
+    let again = az.json(&["ad", "app", "create", "--display-name", "conform-external-dns"]);
+    assert_eq!(again["appId"], app_id.as_str());
+    assert_eq!(az.json(&["ad", "app", "list", "--display-name", "conform-external-dns"]).as_array().unwrap().len(), 1);
+    assert_eq!(az.json(&["ad", "app", "show", "--id", &app_id])["id"], object_id.as_str());
+
+    let fic = r#"{"name": "external-dns", "issuer": "https://issuer.example.com/conform", "subject": "system:serviceaccount:external-dns:external-dns", "audiences": ["api://AzureADTokenExchange"]}"#;
+    let created = az.json(&["ad", "app", "federated-credential", "create", "--id", &app_id, "--parameters", fic]);
+    assert_eq!(created["name"], "external-dns");
+    let duplicate = az.fails(&["ad", "app", "federated-credential", "create", "--id", &app_id, "--parameters", fic]);
+    assert!(duplicate.contains("FederatedIdentityCredential with name external-dns already exists."), "{duplicate}");
+    let listed = az.json(&["ad", "app", "federated-credential", "list", "--id", &object_id]);
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    let shown = az.json(&[
+        "ad",
+        "app",
+        "federated-credential",
+        "show",
+        "--id",
+        &app_id,
+        "--federated-credential-id",
+        "external-dns",
+    ]);
+    assert_eq!(shown["subject"], "system:serviceaccount:external-dns:external-dns");
+    az.ok(&[
+        "ad",
+        "app",
+        "federated-credential",
+        "delete",
+        "--id",
+        &app_id,
+        "--federated-credential-id",
+        "external-dns",
+    ]);
+    assert!(az.json(&["ad", "app", "federated-credential", "list", "--id", &app_id]).as_array().unwrap().is_empty());
+
+    let sp = az.json(&["ad", "sp", "create", "--id", &app_id]);
+    let sp_id = sp["id"].as_str().unwrap().to_string();
+    assert_eq!(az.json(&["ad", "sp", "show", "--id", &app_id])["id"], sp_id.as_str());
+    assert_eq!(az.json(&["ad", "sp", "show", "--id", &sp_id])["appId"], app_id.as_str());
+    let filtered = az.json(&["ad", "sp", "list", "--filter", &format!("appId eq '{app_id}'")]);
+    assert_eq!(filtered.as_array().unwrap().len(), 1);
+    assert_eq!(az.json(&["ad", "sp", "list", "--display-name", "conform-ext"])[0]["id"], sp_id.as_str());
+
+    let reset = az.json(&["ad", "sp", "credential", "reset", "--id", &app_id]);
+    assert_eq!(reset["appId"], app_id.as_str());
+    let password = reset["password"].as_str().unwrap().to_string();
+    assert_eq!(az.json(&["ad", "sp", "credential", "list", "--id", &app_id]).as_array().unwrap().len(), 1);
+
+    let rg = "conform-ad";
+    az.ok(&["group", "create", "--name", rg, "--location", "eastus"]);
+    let scope = format!("/subscriptions/{}/resourceGroups/{rg}", sandbox.settings["AZURE_SUBSCRIPTION_ID"]);
+    let assignment = az.json(&[
+        "role",
+        "assignment",
+        "create",
+        "--assignee-object-id",
+        &sp_id,
+        "--assignee-principal-type",
+        "ServicePrincipal",
+        "--role",
+        "Reader",
+        "--scope",
+        &scope,
+    ]);
+    assert_eq!(assignment["principalId"], sp_id.as_str());
+    assert_eq!(assignment["principalType"], "ServicePrincipal");
+
+    // The reset secret signs in as the application.
+    let signed_in = az.json(&[
+        "login",
+        "--service-principal",
+        "--username",
+        &app_id,
+        "--password",
+        &password,
+        "--tenant",
+        &sandbox.settings["AZURE_TENANT_ID"],
+        "--allow-no-subscriptions",
+    ]);
+    assert_eq!(signed_in[0]["user"]["name"], app_id.as_str(), "{signed_in}");
+    az.login();
+
+    az.ok(&["ad", "sp", "delete", "--id", &sp_id]);
+    az.ok(&["ad", "app", "delete", "--id", &app_id]);
+    let missing = az.fails(&["ad", "app", "show", "--id", &app_id]);
+    assert!(missing.contains(&format!("Resource '{app_id}' does not exist")), "{missing}");
+}

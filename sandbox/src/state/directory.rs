@@ -28,6 +28,8 @@ pub(crate) struct Application {
     pub created_at: jiff::Timestamp,
     pub passwords: Vec<PasswordCredential>,
     pub extra: serde_json::Map<String, serde_json::Value>,
+    /// Its federated identity credentials, as Graph renders them.
+    pub federated_credentials: Vec<serde_json::Value>,
 }
 
 pub(crate) struct ServicePrincipal {
@@ -37,6 +39,8 @@ pub(crate) struct ServicePrincipal {
     pub account_enabled: bool,
     /// Copied from its application.
     pub sign_in_audience: String,
+    /// Secrets added to the service principal itself (`az ad sp credential reset`).
+    pub passwords: Vec<PasswordCredential>,
     pub created: Instant,
     pub created_at: jiff::Timestamp,
 }
