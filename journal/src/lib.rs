@@ -24,5 +24,5 @@ pub use journal::Journal;
 pub use lock::RunLock;
 pub use records::{Event, Holder, NewEvent, NewRun, RunRecord, VerifyProblem, VerifyReport};
 pub use schema::SCHEMA_VERSION;
-pub use verify::StoredRow;
+pub use verify::{StoredRow, VerifiedRow};
 pub use writer::JournalWriter;

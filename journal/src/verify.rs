@@ -2,14 +2,14 @@
 //! from the journal goes through.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
 use crate::anchor::{self, Tail};
 use crate::chain::ChainFields;
 use crate::error::{Error, is_corrupt_file};
-use crate::event::{EventData, RUN_CREATED};
+use crate::event::{ChainHead, EventData, RUN_CREATED};
 use crate::journal::Journal;
 use crate::keys::Keys;
 use crate::queries::run_from_row;
@@ -27,17 +27,42 @@ pub struct StoredRow<'a> {
     pub step: Option<&'a str>,
     pub attempt: Option<i64>,
     pub data: &'a str,
+    /// The event's hash, checked against its content.
+    pub hash: &'a str,
+}
+
+/// An event kept from a verified pass ([`Journal::verified_rows`]), before its data is decoded.
+#[derive(Clone, Debug)]
+pub struct VerifiedRow {
+    journal: PathBuf,
+    pub seq: i64,
+    pub run_id: String,
+    pub kind: String,
+    pub step: Option<String>,
+    pub attempt: Option<i64>,
+    pub data: String,
+}
+
+impl VerifiedRow {
+    /// The event's fields; an event this build cannot read is an error, never a default.
+    pub fn decode(&self) -> Result<EventData, Error> {
+        decode(&self.journal, self.seq, &self.kind, &self.data)
+    }
+}
+
+fn decode(journal: &Path, seq: i64, kind: &str, data: &str) -> Result<EventData, Error> {
+    EventData::decode(kind, data).map_err(|message| Error::Unreadable {
+        path: journal.to_path_buf(),
+        seq,
+        kind: kind.to_string(),
+        message,
+    })
 }
 
 impl StoredRow<'_> {
     /// The event's fields; an event this build cannot read is an error, never a default.
     pub fn decode(&self) -> Result<EventData, Error> {
-        EventData::decode(self.kind, self.data).map_err(|message| Error::Unreadable {
-            path: self.journal.to_path_buf(),
-            seq: self.seq,
-            kind: self.kind.to_string(),
-            message,
-        })
+        decode(self.journal, self.seq, self.kind, self.data)
     }
 }
 
@@ -70,6 +95,32 @@ impl Journal {
     /// [`Journal::read_verified`] for commands that only need to know the journal is whole.
     pub fn ensure_intact(&self) -> Result<(), Error> {
         self.read_verified(|_| Ok(()))
+    }
+
+    /// One verified pass (as [`Journal::read_verified`]) that keeps the events of the kinds
+    /// `keep` accepts, undecoded, and the head of the chain it verified: a caller that makes
+    /// several decisions from the journal reads it once, and can tell later whether anything
+    /// was appended since by comparing [`Journal::chain_head`] with the head returned.
+    pub fn verified_rows(&self, keep: impl Fn(&str) -> bool) -> Result<(Vec<VerifiedRow>, ChainHead), Error> {
+        let mut rows = Vec::new();
+        let mut head = ChainHead { seq: 0, hash: String::new() };
+        self.read_verified(|row| {
+            if keep(row.kind) {
+                rows.push(VerifiedRow {
+                    journal: row.journal.to_path_buf(),
+                    seq: row.seq,
+                    run_id: row.run_id.to_string(),
+                    kind: row.kind.to_string(),
+                    step: row.step.map(str::to_string),
+                    attempt: row.attempt,
+                    data: row.data.to_string(),
+                });
+            }
+            // When the pass verifies, the last row shown is the last row.
+            head = ChainHead { seq: row.seq, hash: row.hash.to_string() };
+            Ok(())
+        })?;
+        Ok((rows, head))
     }
 
     fn scan(&self, mut visit: impl FnMut(&StoredRow<'_>) -> Result<(), Error>) -> Result<VerifyReport, Error> {
@@ -198,6 +249,7 @@ fn check_rows(
                 step: step.as_deref(),
                 attempt,
                 data: &data,
+                hash: &hash,
             };
             visit(&row).map_err(RowsError::Visit)?;
         }

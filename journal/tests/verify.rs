@@ -272,3 +272,25 @@ fn a_damaged_page_is_detected() {
     assert!(matches!(journal.ensure_intact(), Err(runbook_journal::Error::Tampered { .. })));
     drop(dir);
 }
+
+#[test]
+fn one_verified_pass_keeps_the_kinds_asked_for_and_the_head_it_verified() {
+    let t = populated();
+    let (rows, head) = t.journal.verified_rows(|kind| kind == "step_started").unwrap();
+    let steps: Vec<(&str, Option<&str>)> = rows.iter().map(|r| (r.run_id.as_str(), r.step.as_deref())).collect();
+    assert_eq!(steps, [("r1", Some("a")), ("r1", Some("b")), ("r1", Some("c")), ("r2", Some("x"))]);
+    assert!(rows.iter().all(|r| r.kind == "step_started"));
+    assert_eq!(head, t.journal.chain_head().unwrap());
+    assert_eq!(head.seq, 9);
+    // An append moves the head: a reader can tell its pass is no longer current.
+    t.journal.append(&[step_event("r2", "step_started", "y")]).unwrap();
+    assert_ne!(head, t.journal.chain_head().unwrap());
+}
+
+#[test]
+fn a_verified_pass_over_an_altered_journal_keeps_nothing() {
+    let t = populated();
+    t.raw().execute("UPDATE events SET data = ?1 WHERE seq = 4", [json!({"forged": true}).to_string()]).unwrap();
+    let err = t.journal.verified_rows(|_| true).unwrap_err();
+    assert!(matches!(err, runbook_journal::Error::Tampered { .. }), "{err:?}");
+}

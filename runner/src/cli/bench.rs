@@ -11,8 +11,9 @@ use runbook_journal::{Journal, NewRun};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::Env;
 use crate::cli::exit::{CliError, CliResult, Exit};
+use crate::cli::run::{self, ResumeTimings};
+use crate::cli::{Env, RerunArgs, VarArgs};
 use crate::engine::{self, RunContext};
 use crate::model::load::{Origin, load};
 use crate::model::vars::{self, VarInputs};
@@ -28,9 +29,12 @@ fn chain_runbook(n: usize) -> String {
             text.push_str(&format!("after = [\"s{}\"]\n", i - 1));
         }
     }
-    // The last step is a gate on a variable: the resume benchmark flips it.
+    // The last step is a gate on a variable: the resume benchmark flips it. It also reads the
+    // step before it, so it is decided when it runs, not already when the run is planned.
     text.push_str(&format!(
-        "[[steps]]\nid = \"last\"\nkind = \"gate\"\nafter = [\"s{}\"]\n[[steps.inputs.assert]]\nvalue = \"${{vars.go}}\"\nequals = true\n",
+        "[steps.inputs.values]\nok = true\n\n[[steps]]\nid = \"last\"\nkind = \"gate\"\n\
+         [[steps.inputs.assert]]\nvalue = \"${{steps.s{0}.ok}}\"\nequals = true\n\
+         [[steps.inputs.assert]]\nvalue = \"${{vars.go}}\"\nequals = true\n",
         n - 2
     ));
     text
@@ -44,30 +48,20 @@ fn fanout_runbook(n: usize) -> String {
     text
 }
 
-/// Where one invocation's time went: reading the runbook and expanding its plan, reading the
-/// journal's history (one verified pass that decodes the events a decision needs), and the
-/// engine (deciding each step, running or reusing it, journaling).
-#[derive(Clone, Copy, Debug, Default)]
-struct Timings {
-    total: Duration,
-    prepare: Duration,
-    history: Duration,
-    engine: Duration,
-}
-
+/// One run of a generated runbook through the engine, from its text to its end: what the
+/// runner costs on top of the journal's commits.
 async fn run_once(
     env: &Env,
     journal: &Arc<Journal>,
     text: &str,
     overrides: Vec<(String, String)>,
-    run_id: Option<&str>,
-) -> anyhow::Result<(Timings, engine::RunSummary, String)> {
+) -> anyhow::Result<Duration> {
     let started = Instant::now();
     let runbook = load(Origin::File(PathBuf::from("bench.toml")), text.to_string(), &env.registry)
         .map_err(|p| anyhow::anyhow!("{p:?}"))?;
     let values = vars::resolve(&runbook, &VarInputs { file: None, overrides }).map_err(|p| anyhow::anyhow!("{p:?}"))?;
     let required = RequiredValues::new();
-    let run_id = run_id.map(String::from).unwrap_or_else(crate::who::new_run_id);
+    let run_id = crate::who::new_run_id();
     let work_dir = std::env::temp_dir();
     let scope = Scope {
         runbook: &runbook,
@@ -82,20 +76,16 @@ async fn run_once(
     };
     let plan = plan::expand(&runbook, &scope).map_err(|e| anyhow::anyhow!(e))?;
     let writer = journal.writer()?;
-    if journal.run(&run_id)?.is_none() {
-        writer
-            .create_run(NewRun {
-                id: run_id.clone(),
-                runbook: runbook.name().into(),
-                runbook_digest: runbook.digest.clone(),
-                vars: json!({}),
-                who: crate::who::who(None),
-            })
-            .await?;
-    }
-    let prepared = started.elapsed();
+    writer
+        .create_run(NewRun {
+            id: run_id.clone(),
+            runbook: runbook.name().into(),
+            runbook_digest: runbook.digest.clone(),
+            vars: json!({}),
+            who: crate::who::who(None),
+        })
+        .await?;
     let prior = plan::load_prior(journal, runbook.name(), Some(&run_id), false)?;
-    let history = started.elapsed() - prepared;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
     let runbook = Arc::new(runbook);
@@ -106,6 +96,7 @@ async fn run_once(
         plan: Arc::new(plan),
         vars: Arc::new(values),
         required: Arc::new(required),
+        required_secrets: Vec::new(),
         prior,
         run_id: run_id.clone(),
         work_dir,
@@ -120,8 +111,10 @@ async fn run_once(
     })
     .await?;
     drain.await?;
-    let total = started.elapsed();
-    Ok((Timings { total, prepare: prepared, history, engine: total - prepared - history }, summary, run_id))
+    if summary.counts.failed > 0 {
+        anyhow::bail!("the benchmark's run failed: {:?}", summary.counts);
+    }
+    Ok(started.elapsed())
 }
 
 fn peak_rss_mib() -> f64 {
@@ -141,50 +134,20 @@ pub async fn engine(env: &Env, steps: usize, dir: Option<PathBuf>) -> CliResult 
     let bare = runbook_journal::bare_commit_cost(&base.join("bare.db"), steps)?;
 
     let journal = Arc::new(Journal::open(&base.join("chain.db"))?);
-    let (chain, _, chain_run) =
-        run_once(env, &journal, &chain_runbook(steps), vec![("go".into(), "false".into())], None).await?;
-    let chain = chain.total;
-    let (resume, resumed, _) =
-        run_once(env, &journal, &chain_runbook(steps), vec![("go".into(), "true".into())], Some(&chain_run)).await?;
-    // A resume that ran more than the one step left, or failed, measured something else.
-    if resumed.counts.reused != steps - 1 || resumed.counts.succeeded != 1 {
-        return Err(CliError::Internal(anyhow::anyhow!(
-            "the resume reused {} steps and ran {} (expected {} and 1)",
-            resumed.counts.reused,
-            resumed.counts.succeeded,
-            steps - 1
-        )));
-    }
-    let events = journal.event_count()?;
-    // The baseline: every event read and decoded, nothing checked or decided.
-    let read_started = Instant::now();
-    let mut seen = 0usize;
-    journal.for_each_event_since(None, |_| {
-        seen += 1;
-        Ok(())
-    })?;
-    let read = read_started.elapsed();
-    // The same events read as `audit --verify` checks them: pages, hash chain, anchor, runs.
-    let verify_started = Instant::now();
-    let report = journal.verify()?;
-    let verify = verify_started.elapsed();
-    if !report.is_intact() {
-        return Err(CliError::Internal(anyhow::anyhow!(
-            "the benchmark's journal does not verify: {:?}",
-            report.problems
-        )));
-    }
+    let chain = run_once(env, &journal, &chain_runbook(steps), vec![("go".into(), "true".into())]).await?;
+    drop(journal);
+    let resume = measure_resume(env, base, steps).await?;
 
     let fan_journal = Arc::new(Journal::open(&base.join("fanout.db"))?);
-    let (fanout, _, _) = run_once(env, &fan_journal, &fanout_runbook(steps), vec![], None).await?;
-    let fanout = fanout.total;
+    let fanout = run_once(env, &fan_journal, &fanout_runbook(steps), vec![]).await?;
 
     let per_commit = bare.as_secs_f64() / steps as f64;
     let ratio = |d: Duration| d.as_secs_f64() / steps as f64 / per_commit;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     // Resume reads and verifies the whole journal, decides every step once and journals why
-    // each is reused: compared with a plain read of the same events.
-    let resume_over_read = resume.total.as_secs_f64() / read.as_secs_f64();
+    // each is reused: compared with a plain read of the events it found.
+    let (timings, read, verify) = (resume.timings, resume.read, resume.verify);
+    let resume_over_read = timings.total.as_secs_f64() / read.as_secs_f64();
     let mut text = String::new();
     writeln!(
         text,
@@ -204,35 +167,103 @@ pub async fn engine(env: &Env, steps: usize, dir: Option<PathBuf>) -> CliResult 
         .ok();
     writeln!(
         text,
-        "  resume, 1 step left:  {:>8.1} ms  ({resume_over_read:.2}x a read of all its events, goal ≤ 5x)",
-        ms(resume.total)
+        "  resume, 1 step left:  {:>8.1} ms  ({resume_over_read:.2}x a read of the {} events it found, goal ≤ 5x)",
+        ms(timings.total),
+        resume.found
     )
     .ok();
     writeln!(
         text,
-        "    runbook and plan {:.1} ms, verified history {:.1} ms, engine {:.1} ms",
-        ms(resume.prepare),
-        ms(resume.history),
-        ms(resume.engine)
+        "    verified history {:.1} ms, runbook and plan {:.1} ms, engine {:.1} ms",
+        ms(timings.history),
+        ms(timings.prepare),
+        ms(timings.engine)
     )
     .ok();
-    writeln!(text, "  read all {seen} events: {:>6.1} ms", ms(read)).ok();
-    writeln!(text, "  verify all {seen} events: {:>4.1} ms (audit --verify)", ms(verify)).ok();
+    writeln!(text, "  read the {} events:   {:>8.1} ms", resume.found, ms(read)).ok();
+    writeln!(text, "  verify them:          {:>8.1} ms (audit --verify)", ms(verify)).ok();
     writeln!(text, "  peak memory (RSS):    {:>8.1} MiB", peak_rss_mib()).ok();
     env.print(
         &text,
         json!({
-            "steps": steps, "events": events, "bare_commits_ms": ms(bare),
+            "steps": steps, "events": resume.found, "bare_commits_ms": ms(bare),
             "chain_ms": ms(chain), "chain_ratio": ratio(chain),
             "fanout_ms": ms(fanout), "fanout_ratio": ratio(fanout),
-            "resume_one_left_ms": ms(resume.total), "resume_over_read": resume_over_read,
-            "resume_prepare_ms": ms(resume.prepare), "resume_history_ms": ms(resume.history),
-            "resume_engine_ms": ms(resume.engine),
+            "resume_one_left_ms": ms(timings.total), "resume_over_read": resume_over_read,
+            "resume_prepare_ms": ms(timings.prepare), "resume_history_ms": ms(timings.history),
+            "resume_engine_ms": ms(timings.engine),
             "read_events_ms": ms(read), "verify_events_ms": ms(verify),
             "peak_rss_mib": peak_rss_mib(),
         }),
     );
     Ok(Exit::Ok)
+}
+
+/// The resume benchmark's figures.
+struct ResumeFigures {
+    timings: ResumeTimings,
+    /// Events in the journal when the resume began.
+    found: usize,
+    /// Reading and decoding those events, nothing checked or decided.
+    read: Duration,
+    /// Verifying them as `audit --verify` does.
+    verify: Duration,
+}
+
+/// `runbook run` of the chain stops at its last step (a gate on `go = false`); then the same
+/// `runbook resume` an operator types, with `--var go=true`, reuses every other step and runs
+/// that one. It is measured against a plain read of the events it found.
+async fn measure_resume(env: &Env, base: &Path, steps: usize) -> CliResult<ResumeFigures> {
+    let runbook = base.join("resume.toml");
+    std::fs::write(&runbook, chain_runbook(steps)).map_err(|e| CliError::Internal(e.into()))?;
+    let quiet = Env {
+        journal_path: base.join("resume.db"),
+        json: false,
+        mode: crate::report::DisplayMode::Quiet,
+        verbose: false,
+        registry: env.registry.clone(),
+        azure: env.azure.clone(),
+        parallelism: None,
+    };
+    let vars = VarArgs { vars_file: None, vars: vec!["go=false".into()] };
+    let rerun = RerunArgs::default();
+    let first = run::run(&quiet, &runbook.display().to_string(), &vars, Some(base.join("work")), false, &rerun).await?;
+    if first != Exit::GateFailed {
+        return Err(CliError::Internal(anyhow::anyhow!("the run to resume ended with {first:?}, not at its gate")));
+    }
+
+    let journal = quiet.require_journal()?;
+    // The baseline: every event read and decoded, nothing checked or decided.
+    let read_started = Instant::now();
+    let mut found = 0usize;
+    journal.for_each_event_since(None, |_| {
+        found += 1;
+        Ok(())
+    })?;
+    let read = read_started.elapsed();
+    let verify_started = Instant::now();
+    let report = journal.verify()?;
+    let verify = verify_started.elapsed();
+    if !report.is_intact() {
+        return Err(CliError::Internal(anyhow::anyhow!(
+            "the benchmark's journal does not verify: {:?}",
+            report.problems
+        )));
+    }
+    drop(journal);
+
+    let resumed = run::resume_timed(&quiet, None, &["go=true".to_string()], &rerun).await?;
+    // A resume that ran more than the one step left, or failed, measured something else.
+    if resumed.exit != Exit::Ok || resumed.counts.reused != steps - 1 || resumed.counts.succeeded != 1 {
+        return Err(CliError::Internal(anyhow::anyhow!(
+            "the resume ended with {:?}, reused {} steps and ran {} (expected {} and 1)",
+            resumed.exit,
+            resumed.counts.reused,
+            resumed.counts.succeeded,
+            steps - 1
+        )));
+    }
+    Ok(ResumeFigures { timings: resumed.timings, found, read, verify })
 }
 
 fn tempdir_in(dir: Option<&Path>) -> CliResult<tempfile::TempDir> {

@@ -12,11 +12,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::{Env, RerunArgs, VarArgs};
-use crate::engine::events::{EngineEvent, RunStatus};
+use crate::engine::events::{Counts, EngineEvent, RunStatus};
 use crate::engine::{self, RunContext};
 use crate::model::vars::{self, VarInputs, VarValues};
 use crate::model::{Origin, Runbook};
-use crate::plan::{self, Decision, Plan, Prior, RequiredValues, Scope};
+use crate::plan::{self, Decision, History, Plan, Prior, RequiredValues, Scope};
 use crate::report::reporter_for;
 use crate::who;
 
@@ -49,10 +49,11 @@ fn required_list(runbook: &Runbook) -> String {
         .join(", ")
 }
 
+/// `history` is the journal's verified history, with the journal it was read from.
 fn prepare(
     runbook: Runbook,
     inputs: &VarInputs,
-    journal: Option<&Journal>,
+    history: Option<(&Journal, &History)>,
     run_id: &str,
     work_dir: &std::path::Path,
     target: &AzureTarget,
@@ -61,7 +62,7 @@ fn prepare(
     let required = if runbook.file.requires.is_empty() {
         RequiredValues::new()
     } else {
-        let journal = journal.ok_or_else(|| {
+        let (journal, history) = history.ok_or_else(|| {
             let alias = runbook.file.requires.keys().next().cloned().unwrap_or_default();
             CliError::Problems(vec![
                 runbook
@@ -77,7 +78,7 @@ fn prepare(
                     .with_hint("run the earlier runbooks first with the same --journal, or import their hand-off"),
             ])
         })?;
-        match plan::load_required(journal, &runbook, target)? {
+        match history.required(journal, &runbook, target)? {
             Ok(values) => values,
             Err(missing) => {
                 return Err(CliError::user_hint(
@@ -195,14 +196,14 @@ pub async fn plan(env: &Env, name: &str, var_args: &VarArgs, fresh: bool, rerun:
     }
     let inputs = VarInputs { file: var_args.vars_file.clone(), overrides: parse_overrides(&var_args.vars)? };
     let journal = env.existing_journal()?;
-    if let Some(journal) = &journal {
-        journal.ensure_intact()?;
-    }
+    // One verified pass feeds every decision shown; a journal that does not verify is refused.
+    let history = journal.as_deref().map(History::read).transpose()?;
     let work_dir = std::env::current_dir().map_err(|e| CliError::Internal(e.into()))?;
-    let prepared = prepare(runbook, &inputs, journal.as_deref(), "(planned)", &work_dir, &env.azure.target())?;
+    let known = journal.as_deref().zip(history.as_ref());
+    let prepared = prepare(runbook, &inputs, known, "(planned)", &work_dir, &env.azure.target())?;
     preflight(env, &prepared, &work_dir).await?;
-    let prior = match &journal {
-        Some(j) if !fresh => plan::load_prior(j, prepared.runbook.name(), None, false)?.acting_on(env.azure.target()),
+    let prior = match known {
+        Some((j, h)) if !fresh => h.prior(j, prepared.runbook.name(), None, false)?.acting_on(env.azure.target()),
         _ => Prior::default(),
     };
     let rows = predict(&prepared, &prior, journal.as_deref(), &rerun_set(rerun), &work_dir);
@@ -460,10 +461,9 @@ pub async fn run_with(
     // Everything is validated against the journal as it is before anything is written to it,
     // and a journal that fails verification is not used at all.
     let existing = env.existing_journal()?;
-    if let Some(journal) = &existing {
-        journal.ensure_intact()?;
-    }
-    let prepared = prepare(runbook, &inputs, existing.as_deref(), &run_id, &work_dir, &env.azure.target())?;
+    let history = existing.as_deref().map(History::read).transpose()?;
+    let known = existing.as_deref().zip(history.as_ref());
+    let prepared = prepare(runbook, &inputs, known, &run_id, &work_dir, &env.azure.target())?;
     preflight(env, &prepared, &work_dir).await?;
     if doctor == Doctor::First {
         doctor_first(env, &prepared, &work_dir).await?;
@@ -471,11 +471,15 @@ pub async fn run_with(
     std::fs::create_dir_all(&work_dir)
         .map_err(|e| CliError::user(format!("cannot create workdir `{}`: {e}", work_dir.display())))?;
 
-    let journal = env.open_journal()?;
+    let journal = match existing {
+        Some(journal) => journal,
+        None => env.open_journal()?,
+    };
     let _lock = journal.lock(&who::holder(&run_id, &format!("run {}", prepared.runbook.name())))?;
-    let prior =
-        plan::load_prior(&journal, prepared.runbook.name(), Some(&run_id), fresh)?.acting_on(env.azure.target());
+    let history = current_history(&journal, history)?;
+    let prior = history.prior(&journal, prepared.runbook.name(), Some(&run_id), fresh)?.acting_on(env.azure.target());
     check_interrupted(&prepared, &prior, rerun)?;
+    let required_secrets = history.required_secrets(&journal, &prepared.runbook)?;
     let writer = journal.writer()?;
     let record_vars = run_record_vars(env, &prepared, &journal, &inputs, &origin, &work_dir, fresh);
     writer
@@ -489,22 +493,68 @@ pub async fn run_with(
         })
         .await
         .map_err(CliError::from)?;
-    execute(env, journal, writer, prepared, prior, run_id, work_dir, HashMap::new(), rerun, "run", record_vars).await
+    let decided = Decided { prior, approvals: HashMap::new(), required_secrets };
+    execute(env, journal, writer, prepared, decided, run_id, work_dir, rerun, "run", record_vars)
+        .await
+        .map(|(exit, _)| exit)
+}
+
+/// The history read before the run lock was taken, if nothing was appended since; else the
+/// journal read (and verified) again, now that no other runner can append.
+fn current_history(journal: &Journal, read_before: Option<History>) -> CliResult<History> {
+    match read_before {
+        Some(history) if history.is_current(journal)? => Ok(history),
+        _ => Ok(History::read(journal)?),
+    }
+}
+
+/// What a run decides from the journal's history before its first step.
+struct Decided {
+    prior: Prior,
+    approvals: HashMap<String, runbook_steps::Approval>,
+    required_secrets: Vec<Value>,
 }
 
 pub async fn resume(env: &Env, run: Option<&str>, raw_vars: &[String], rerun: &RerunArgs) -> CliResult {
+    resume_timed(env, run, raw_vars, rerun).await.map(|resumed| resumed.exit)
+}
+
+/// How a resume ended, what it did with the steps, and where its time went.
+pub struct Resumed {
+    pub exit: Exit,
+    pub counts: Counts,
+    pub timings: ResumeTimings,
+}
+
+/// Where the time of a resume went: reading and verifying the journal (and deciding from it
+/// what earlier runs left), loading the runbook and expanding its plan, and the engine
+/// (deciding each step, reusing or running it, journaling).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ResumeTimings {
+    pub history: std::time::Duration,
+    pub prepare: std::time::Duration,
+    pub engine: std::time::Duration,
+    pub total: std::time::Duration,
+}
+
+/// `runbook resume`, also saying where its time went (for `runbook bench engine`).
+pub async fn resume_timed(env: &Env, run: Option<&str>, raw_vars: &[String], rerun: &RerunArgs) -> CliResult<Resumed> {
+    let started = std::time::Instant::now();
     // The run record says which runbook, values and workdir to use: nothing of it is trusted
-    // before the journal verifies.
-    let journal = env.require_intact_journal()?;
+    // before the journal verifies, and it is read from that verified pass.
+    let journal = env.require_journal()?;
+    let history = History::read(&journal)?;
     let record = match run {
-        Some(id) => journal.run(id)?.ok_or_else(|| {
+        Some(id) => history.run(id).ok_or_else(|| {
             CliError::user_hint(
                 format!("no run `{id}` in the journal"),
                 "`runbook status` shows the latest run; `runbook audit` lists them",
             )
         })?,
-        None => journal.latest_run(None)?.ok_or_else(|| CliError::user("the journal has no runs to resume"))?,
-    };
+        None => history.latest_run().ok_or_else(|| CliError::user("the journal has no runs to resume"))?,
+    }
+    .clone();
+    let read_history = started.elapsed();
     if record.vars.get("handoff").is_some() {
         return Err(CliError::user_hint(
             format!("run {} is the import of a hand-off file; there is nothing of it to resume", record.id),
@@ -526,21 +576,34 @@ pub async fn resume(env: &Env, run: Option<&str>, raw_vars: &[String], rerun: &R
     let inputs = VarInputs { file: record.vars["file"].as_str().map(PathBuf::from), overrides };
     let work_dir = PathBuf::from(record.vars["workdir"].as_str().unwrap_or("."));
     let fresh = record.vars["fresh"].as_bool().unwrap_or(false);
-    let prepared = prepare(runbook, &inputs, Some(&journal), &record.id, &work_dir, &env.azure.target())?;
+    let prepared = prepare(runbook, &inputs, Some((&journal, &history)), &record.id, &work_dir, &env.azure.target())?;
+    let prepared_at = started.elapsed();
 
     let _lock = journal.lock(&who::holder(&record.id, &format!("resume {}", prepared.runbook.name())))?;
+    let history = current_history(&journal, Some(history))?;
     let prior =
-        plan::load_prior(&journal, prepared.runbook.name(), Some(&record.id), fresh)?.acting_on(env.azure.target());
+        history.prior(&journal, prepared.runbook.name(), Some(&record.id), fresh)?.acting_on(env.azure.target());
     check_interrupted(&prepared, &prior, rerun)?;
-    let approvals = engine::approvals_from(&journal.events_for_run(&record.id)?);
+    let decided = Decided {
+        prior,
+        approvals: history.approvals(&record.id)?,
+        required_secrets: history.required_secrets(&journal, &prepared.runbook)?,
+    };
+    drop(history);
+    let decided_at = started.elapsed();
     let writer = journal.writer()?;
     let mut record_vars =
         run_record_vars(env, &prepared, &journal, &inputs, &prepared.runbook.origin.clone(), &work_dir, fresh);
     if prepared.runbook.digest != record.runbook_digest {
         record_vars["runbook_changed_from"] = json!(record.runbook_digest);
     }
-    execute(env, journal, writer, prepared, prior, record.id.clone(), work_dir, approvals, rerun, "resume", record_vars)
-        .await
+    let (exit, counts) =
+        execute(env, journal, writer, prepared, decided, record.id.clone(), work_dir, rerun, "resume", record_vars)
+            .await?;
+    let total = started.elapsed();
+    let history = read_history + (decided_at - prepared_at);
+    let prepare = prepared_at - read_history;
+    Ok(Resumed { exit, counts, timings: ResumeTimings { history, prepare, engine: total - history - prepare, total } })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -549,14 +612,13 @@ async fn execute(
     journal: Arc<Journal>,
     writer: runbook_journal::JournalWriter,
     prepared: Prepared,
-    prior: Prior,
+    decided: Decided,
     run_id: String,
     work_dir: PathBuf,
-    approvals: HashMap<String, runbook_steps::Approval>,
     rerun: &RerunArgs,
     mode: &str,
     record_vars: Value,
-) -> CliResult {
+) -> CliResult<(Exit, Counts)> {
     writer
         .append(vec![NewEvent::new(
             run_id.clone(),
@@ -596,10 +658,11 @@ async fn execute(
         plan: prepared.plan.clone(),
         vars: prepared.vars.clone(),
         required: prepared.required.clone(),
-        prior,
+        required_secrets: decided.required_secrets,
+        prior: decided.prior,
         run_id: run_id.clone(),
         work_dir,
-        approvals,
+        approvals: decided.approvals,
         rerun: rerun_set(rerun),
         events: tx,
         graceful,
@@ -617,13 +680,14 @@ async fn execute(
             json!({ "run_id": run_id, "runbook": prepared.runbook.name(), "status": summary.status.as_str(), "counts": summary.counts })
         );
     }
-    Ok(match summary.status {
+    let exit = match summary.status {
         RunStatus::Succeeded => Exit::Ok,
         RunStatus::Failed => Exit::StepFailed,
         RunStatus::GateFailed => Exit::GateFailed,
         RunStatus::AwaitingApproval => Exit::AwaitingApproval,
         RunStatus::Cancelled => Exit::Cancelled,
-    })
+    };
+    Ok((exit, summary.counts))
 }
 
 /// How long running steps get to finish after a SIGTERM before their process groups are killed:

@@ -37,6 +37,8 @@ pub struct RunContext {
     pub plan: Arc<Plan>,
     pub vars: Arc<VarValues>,
     pub required: Arc<RequiredValues>,
+    /// Values required from earlier runbooks that were secret there: redacted here too.
+    pub required_secrets: Vec<Value>,
     pub prior: Prior,
     pub run_id: String,
     pub work_dir: PathBuf,
@@ -121,8 +123,8 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     let mut counts = Counts::default();
     let mut redactor = Redactor::new(ctx.vars.secret_texts());
     // A value that was secret in the runbook that published it stays secret here.
-    for value in plan::required_secrets(&ctx.journal, &runbook)? {
-        redactor.add_value(&value);
+    for value in &ctx.required_secrets {
+        redactor.add_value(value);
     }
     // Outputs derived from a secret, by (instance, output): secret wherever they are used.
     let mut tainted: HashSet<(usize, String)> = HashSet::new();
@@ -549,22 +551,6 @@ async fn fail_unrunnable(
         hint: None,
     });
     Ok(())
-}
-
-pub fn approvals_from(events: &[runbook_journal::Event]) -> HashMap<String, Approval> {
-    let mut out = HashMap::new();
-    for event in events {
-        if let (Some(step), EventData::GateApproved(approved)) = (&event.step, &event.data) {
-            let approval = Approval {
-                by: approved.by.clone(),
-                persona: approved.persona.clone(),
-                at: approved.at.clone(),
-                comment: approved.comment.clone(),
-            };
-            out.insert(step.clone(), approval);
-        }
-    }
-    out
 }
 
 pub type Outputs = BTreeMap<String, Value>;

@@ -52,10 +52,38 @@ pub fn check(doc: &Document, schema: &Value, instance: &Value, base: &str) -> Ve
 /// Like [`check`], also returning the pointers of unknown keys, so validation can drop them and
 /// go on to find the remaining problems in the same pass.
 pub fn check_with_unknown(doc: &Document, schema: &Value, instance: &Value, base: &str) -> (Vec<Problem>, Vec<String>) {
-    let validator = match jsonschema::validator_for(schema) {
-        Ok(v) => v,
-        Err(e) => return (vec![doc.problem(base, format!("internal: invalid schema: {e}"))], Vec::new()),
-    };
+    match jsonschema::validator_for(schema) {
+        Ok(validator) => report_all(doc, schema, &validator, instance, base),
+        Err(e) => (vec![doc.problem(base, format!("internal: invalid schema: {e}"))], Vec::new()),
+    }
+}
+
+/// A schema with its validator, compiled once for every instance it checks (a kind's inputs
+/// schema, shared by every step of that kind).
+pub struct Compiled {
+    pub schema: std::sync::Arc<Value>,
+    validator: jsonschema::Validator,
+}
+
+impl Compiled {
+    pub fn new(schema: Value) -> Result<Compiled, String> {
+        let validator = jsonschema::validator_for(&schema).map_err(|e| e.to_string())?;
+        Ok(Compiled { schema: std::sync::Arc::new(schema), validator })
+    }
+
+    /// [`check`] with this schema.
+    pub fn check(&self, doc: &Document, instance: &Value, base: &str) -> Vec<Problem> {
+        report_all(doc, &self.schema, &self.validator, instance, base).0
+    }
+}
+
+fn report_all(
+    doc: &Document,
+    schema: &Value,
+    validator: &jsonschema::Validator,
+    instance: &Value,
+    base: &str,
+) -> (Vec<Problem>, Vec<String>) {
     let mut problems = Vec::new();
     let mut unknown = Vec::new();
     for error in validator.iter_errors(instance) {

@@ -50,8 +50,16 @@ pub fn validate(
         return Err(problems);
     }
     let mut defs: Vec<StepDef> = Vec::new();
+    // Each kind's inputs schema is generated and compiled once, for all its steps.
+    let mut schemas: HashMap<String, schema::Compiled> = HashMap::new();
     for (index, spec) in file.steps.iter().enumerate() {
         let kind = registry.get(&spec.kind).expect("checked above").clone();
+        if !schemas.contains_key(&spec.kind) {
+            let compiled = schema::Compiled::new(kind.inputs_schema()).map_err(|e| {
+                vec![doc.problem(&format!("/steps/{index}/kind"), format!("internal: invalid schema: {e}"))]
+            })?;
+            schemas.insert(spec.kind.clone(), compiled);
+        }
         let pointer = format!("/steps/{index}");
         if !spec.outputs.is_empty() && !kind.accepts_output_specs() {
             problems.push(
@@ -64,7 +72,7 @@ pub fn validate(
         }
         let outputs = kind.declared_outputs(&Value::Object(spec.inputs.clone()), &spec.outputs);
         let idempotent = spec.idempotent.unwrap_or(kind.idempotent(&Value::Object(spec.inputs.clone())));
-        let inputs_schema = std::sync::Arc::new(kind.inputs_schema());
+        let inputs_schema = schemas[&spec.kind].schema.clone();
         let default_retry = RetryPolicy { attempts: kind.default_attempts(), ..RetryPolicy::default() };
         defs.push(StepDef {
             inputs_schema,
@@ -99,7 +107,7 @@ pub fn validate(
     }
 
     let by_id: HashMap<String, usize> = defs.iter().enumerate().map(|(i, d)| (d.spec.id.clone(), i)).collect();
-    let checker = RefChecker { file, defs: &defs, by_id: &by_id };
+    let checker = RefChecker { file, defs: &defs, by_id: &by_id, schemas: &schemas };
     let mut parsed: Vec<StepParts> = Vec::new();
     for def in &defs {
         parsed.push(check_step(doc, def, &checker, &mut problems));
@@ -131,6 +139,7 @@ struct RefChecker<'a> {
     file: &'a RunbookFile,
     defs: &'a [StepDef],
     by_id: &'a HashMap<String, usize>,
+    schemas: &'a HashMap<String, schema::Compiled>,
 }
 
 impl RefChecker<'_> {
@@ -285,7 +294,7 @@ fn check_step(doc: &Document, def: &StepDef, checker: &RefChecker<'_>, problems:
         }
     }
     schema::coerce_scalars(&mut typed, &inputs_schema, &inputs_schema);
-    problems.extend(schema::check(doc, &inputs_schema, &typed, &format!("{pointer}/inputs")));
+    problems.extend(checker.schemas[&def.spec.kind].check(doc, &typed, &format!("{pointer}/inputs")));
 
     if let Some(for_each) = &def.spec.for_each {
         let at = format!("{pointer}/for_each");

@@ -3,10 +3,12 @@
 
 mod decide;
 mod expand;
+mod history;
 mod prior;
 mod scope;
 
 pub use decide::{Decision, decide};
 pub use expand::{Instance, Plan, expand, item_key};
+pub use history::History;
 pub use prior::{Done, Prior, RequiredValues, load_prior, load_required, required_secrets};
 pub use scope::{Resolved, Scope};

@@ -1,0 +1,291 @@
+//! The journal as a run's decisions read it: one verified pass keeps the events any decision
+//! needs (runs, step attempts, hand-offs, approvals), and every decision — what is done, what
+//! earlier runbooks published, which gates are approved — is made from that one pass.
+
+use std::collections::{HashMap, HashSet};
+
+use runbook_journal::{
+    ChainHead, EventData, GATE_APPROVED, HANDOFF_IMPORTED, Journal, RUN_CREATED, RunRecord, STEP_FINISHED,
+    STEP_SKIPPED, STEP_STARTED, StepStatus, VerifiedRow,
+};
+use runbook_steps::{Approval, AzureTarget};
+use serde_json::{Map, Value};
+
+use crate::model::Runbook;
+use crate::plan::prior::{Attempt, Done, Prior, RequiredValues, unseal_outputs};
+
+/// The kinds of event a decision reads; the others (run started/finished, queueing, drift…)
+/// are verified in the same pass but not kept.
+fn kept(kind: &str) -> bool {
+    matches!(kind, RUN_CREATED | STEP_STARTED | STEP_FINISHED | STEP_SKIPPED | HANDOFF_IMPORTED | GATE_APPROVED)
+}
+
+/// What one verified pass over the journal found, in seq order.
+pub struct History {
+    /// Every run, as its (verified) `run_created` event describes it, in creation order.
+    runs: Vec<RunRecord>,
+    /// The kept events other than `run_created`, undecoded.
+    rows: Vec<VerifiedRow>,
+    /// The last event the pass verified.
+    head: ChainHead,
+}
+
+/// The Azure a run acted on, as its record journaled it.
+fn run_target(vars: &Value) -> Option<AzureTarget> {
+    serde_json::from_value(vars.get("azure")?.clone()).ok()
+}
+
+impl History {
+    /// Reads and verifies the whole journal once. If it does not verify, the error is
+    /// [`runbook_journal::Error::Tampered`] with what was found, and nothing of it is used.
+    pub fn read(journal: &Journal) -> anyhow::Result<History> {
+        let (rows, head) = journal.verified_rows(kept)?;
+        let mut runs = Vec::new();
+        let mut others = Vec::with_capacity(rows.len());
+        for row in rows {
+            if row.kind == RUN_CREATED {
+                if let EventData::RunCreated(record) = row.decode()? {
+                    runs.push(record);
+                }
+            } else {
+                others.push(row);
+            }
+        }
+        Ok(History { runs, rows: others, head })
+    }
+
+    /// Whether the journal still ends where this pass read it: nothing was appended since (by
+    /// a runner that held the run lock before this one took it, say).
+    pub fn is_current(&self, journal: &Journal) -> anyhow::Result<bool> {
+        Ok(journal.chain_head()? == self.head)
+    }
+
+    /// The run `id`, as its verified `run_created` event recorded it.
+    pub fn run(&self, id: &str) -> Option<&RunRecord> {
+        self.runs.iter().find(|r| r.id == id)
+    }
+
+    /// The most recently created run.
+    pub fn latest_run(&self) -> Option<&RunRecord> {
+        self.runs.last()
+    }
+
+    /// The runs of `runbook`, with the Azure each acted on.
+    fn runs_of(&self, runbook: &str) -> HashMap<&str, Option<AzureTarget>> {
+        self.runs.iter().filter(|r| r.runbook == runbook).map(|r| (r.id.as_str(), run_target(&r.vars))).collect()
+    }
+
+    /// What earlier attempts of `runbook` left: which instances are done (with which inputs and
+    /// outputs), which failed last, which were interrupted mid-flight. With `only_run`, history
+    /// from runs other than `current_run` is ignored (a `--fresh` run still resumes itself).
+    pub fn prior(
+        &self,
+        journal: &Journal,
+        runbook: &str,
+        current_run: Option<&str>,
+        only_run: bool,
+    ) -> anyhow::Result<Prior> {
+        let runs = self.runs_of(runbook);
+        let mut prior = Prior::default();
+        let mut pending: HashMap<(&str, &str, u32), Attempt> = HashMap::new();
+        for row in &self.rows {
+            let Some(made_on) = runs.get(row.run_id.as_str()) else { continue };
+            // A hand-off imported from another person's journal publishes its checkpoints here
+            // as if they had run locally; nothing else of that runbook's history comes along.
+            if row.kind == HANDOFF_IMPORTED {
+                if only_run {
+                    continue;
+                }
+                if let EventData::HandoffImported(imported) = row.decode()? {
+                    for (checkpoint, outputs) in &imported.checkpoints {
+                        let done = Done {
+                            run_id: row.run_id.clone(),
+                            digest: String::new(),
+                            input_digests: Map::new(),
+                            outputs: unseal_outputs(journal, outputs.as_object()),
+                            kind: "checkpoint".into(),
+                            // Done where the exporter's run acted, not where it was imported.
+                            made_on: imported
+                                .provenance
+                                .runs
+                                .get(checkpoint)
+                                .and_then(run_target)
+                                .or_else(|| made_on.clone()),
+                        };
+                        prior.failed.remove(checkpoint);
+                        prior.done.insert(checkpoint.clone(), done);
+                    }
+                }
+                continue;
+            }
+            if !matches!(row.kind.as_str(), STEP_STARTED | STEP_FINISHED | STEP_SKIPPED)
+                || (only_run && Some(row.run_id.as_str()) != current_run)
+            {
+                continue;
+            }
+            let Some(instance) = row.step.as_deref() else { continue };
+            let attempt = u32::try_from(row.attempt.unwrap_or(0)).unwrap_or(0);
+            if Some(row.run_id.as_str()) == current_run {
+                let slot = prior.attempts_in_run.entry(instance.to_string()).or_default();
+                *slot = (*slot).max(attempt);
+            }
+            match row.decode()? {
+                EventData::StepStarted(started) => {
+                    let started = Attempt {
+                        run_id: row.run_id.clone(),
+                        attempt,
+                        message: String::new(),
+                        input_digests: started.input_digests,
+                    };
+                    pending.insert((row.run_id.as_str(), instance, attempt), started);
+                    prior.interrupted.remove(instance);
+                }
+                EventData::StepFinished(finished) => {
+                    pending.remove(&(row.run_id.as_str(), instance, attempt));
+                    let input_digests = finished.input_digests.unwrap_or_default();
+                    if finished.status == StepStatus::Succeeded {
+                        prior.failed.remove(instance);
+                        let done = Done {
+                            run_id: row.run_id.clone(),
+                            digest: finished.digest.unwrap_or_default(),
+                            input_digests,
+                            outputs: unseal_outputs(journal, finished.outputs.as_ref()),
+                            kind: finished.kind,
+                            made_on: made_on.clone(),
+                        };
+                        prior.done.insert(instance.to_string(), done);
+                    } else {
+                        let message = finished
+                            .error
+                            .as_ref()
+                            .and_then(|e| e["message"].as_str())
+                            .unwrap_or(finished.status.as_str())
+                            .to_string();
+                        prior.done.remove(instance);
+                        let failed = Attempt { run_id: row.run_id.clone(), attempt, message, input_digests };
+                        prior.failed.insert(instance.to_string(), failed);
+                    }
+                }
+                EventData::StepSkipped(skipped) => {
+                    prior.failed.remove(instance);
+                    let done = Done {
+                        run_id: skipped.from_run,
+                        digest: skipped.digest,
+                        input_digests: skipped.input_digests,
+                        outputs: unseal_outputs(journal, Some(&skipped.outputs)),
+                        kind: skipped.kind,
+                        made_on: made_on.clone(),
+                    };
+                    prior.done.insert(instance.to_string(), done);
+                }
+                _ => {}
+            }
+        }
+        for ((_, instance, _), attempt) in pending {
+            if prior.done.get(instance).is_none_or(|done| done.run_id != attempt.run_id) {
+                let newer = prior
+                    .interrupted
+                    .get(instance)
+                    .is_some_and(|a| a.attempt > attempt.attempt && a.run_id == attempt.run_id);
+                if !newer {
+                    prior.interrupted.insert(instance.to_string(), attempt);
+                }
+            }
+        }
+        Ok(prior)
+    }
+
+    /// Values `runbook` requires from earlier runbooks: the latest checkpoint outputs journaled
+    /// by each against the Azure this run acts on (`target`). Every missing one is reported,
+    /// with the runbook to run first.
+    pub fn required(
+        &self,
+        journal: &Journal,
+        runbook: &Runbook,
+        target: &AzureTarget,
+    ) -> anyhow::Result<Result<RequiredValues, Vec<String>>> {
+        let mut values = RequiredValues::new();
+        let mut missing = Vec::new();
+        for (alias, requirement) in &runbook.file.requires {
+            let prior = self.prior(journal, &requirement.runbook, None, false)?.acting_on(target.clone());
+            let mut checkpoints: Vec<&Done> = prior.done.values().filter(|d| d.kind == "checkpoint").collect();
+            checkpoints.sort_by(|a, b| a.run_id.cmp(&b.run_id));
+            let (here, elsewhere): (Vec<&Done>, Vec<&Done>) =
+                checkpoints.into_iter().partition(|d| prior.made_elsewhere(d).is_none());
+            for output in &requirement.outputs {
+                match here.iter().rev().find_map(|d| d.outputs.get(output)) {
+                    Some(value) => {
+                        values.insert((alias.clone(), output.clone()), value.clone());
+                    }
+                    None => match elsewhere.iter().rev().find(|d| d.outputs.contains_key(output)) {
+                        Some(other) => missing.push(format!(
+                            "`{alias}.{output}`: runbook `{}` published it only in runs against another Azure ({}); run `{}` against this one first",
+                            requirement.runbook,
+                            prior.made_elsewhere(other).unwrap_or_default(),
+                            requirement.runbook
+                        )),
+                        None => missing.push(format!(
+                            "`{alias}.{output}`: no checkpoint of runbook `{}` in this journal has published it; run `{}` first (or import its hand-off)",
+                            requirement.runbook, requirement.runbook
+                        )),
+                    },
+                }
+            }
+            for output in &requirement.optional {
+                // Optional values too come only from work done against this run's Azure.
+                let value = here.iter().rev().find_map(|d| d.outputs.get(output)).cloned().unwrap_or(Value::Null);
+                values.insert((alias.clone(), output.clone()), value);
+            }
+        }
+        Ok(if missing.is_empty() { Ok(values) } else { Err(missing) })
+    }
+
+    /// The values required from earlier runbooks that were sealed where they were journaled: a
+    /// run must redact them wherever they appear, as it does its own secret variables. Every
+    /// sealed value any checkpoint of those runbooks published is included, not only the latest.
+    pub fn required_secrets(&self, journal: &Journal, runbook: &Runbook) -> anyhow::Result<Vec<Value>> {
+        let mut secrets = Vec::new();
+        for requirement in runbook.file.requires.values() {
+            let runs: HashSet<&str> =
+                self.runs.iter().filter(|r| r.runbook == requirement.runbook).map(|r| r.id.as_str()).collect();
+            for row in &self.rows {
+                if !matches!(row.kind.as_str(), STEP_FINISHED | STEP_SKIPPED | HANDOFF_IMPORTED)
+                    || !runs.contains(row.run_id.as_str())
+                {
+                    continue;
+                }
+                let published: Vec<Map<String, Value>> = match row.decode()? {
+                    EventData::StepFinished(f) if f.kind == "checkpoint" => f.outputs.into_iter().collect(),
+                    EventData::StepSkipped(s) if s.kind == "checkpoint" => vec![s.outputs],
+                    EventData::HandoffImported(i) => {
+                        i.checkpoints.values().filter_map(|v| v.as_object().cloned()).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                for outputs in &published {
+                    let sealed =
+                        requirement.outputs.iter().filter_map(|name| outputs.get(name)?.get("$sealed")?.as_str());
+                    for sealed in sealed {
+                        if let Ok(value) = serde_json::from_slice(&journal.unseal(sealed)?) {
+                            secrets.push(value);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(secrets)
+    }
+
+    /// The gate approvals given in run `run_id`, by instance.
+    pub fn approvals(&self, run_id: &str) -> anyhow::Result<HashMap<String, Approval>> {
+        let mut out = HashMap::new();
+        for row in self.rows.iter().filter(|r| r.kind == GATE_APPROVED && r.run_id == run_id) {
+            if let (Some(step), EventData::GateApproved(approved)) = (&row.step, row.decode()?) {
+                let approval =
+                    Approval { by: approved.by, persona: approved.persona, at: approved.at, comment: approved.comment };
+                out.insert(step.clone(), approval);
+            }
+        }
+        Ok(out)
+    }
+}
