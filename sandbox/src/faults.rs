@@ -1,10 +1,24 @@
 //! Seeded fault injection: throttling storms, server errors, connection resets and
 //! slow responses. The same seed and the same request order give the same faults.
+//!
+//! Besides the random model, a [`FaultRule`] fails one chosen request: the Nth request (counted
+//! from when the rule was added) with a given method whose path matches a pattern (`*` matches
+//! any run of characters) gets the rule's fault, once. Rules come with the configuration
+//! (`FaultModel::rules`, `KubeApiConfig::faults.rules` for the management cluster) or are added
+//! to a running sandbox by `POST /.sandbox/faults` on any Azure listener, with a JSON body such as
+//! `{"service": "kube", "method": "POST", "path": "/apis/hypershift.openshift.io/v1beta1/namespaces/*/hostedclusters",
+//! "ordinal": 1, "fault": "throttle", "retry_after_seconds": 1}`; `service` is `kube` for the
+//! management cluster and `azure` (the default) for ARM, Entra, Graph and Blob. `fault` is one of
+//! `server_error` (Kubernetes: 500 "etcdserver: request timed out"; Azure: 500 in the service's
+//! envelope), `throttle` (429 with `Retry-After`; Blob: 503 `ServerBusy`) and `reset` (the
+//! connection closes without an answer). `GET /.sandbox/faults` lists the rules with how many
+//! requests each has matched and whether it fired.
 
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
 
 /// Which faults to inject, how often. Probabilities are per request.
 #[derive(Debug, Clone)]
@@ -28,6 +42,8 @@ pub struct FaultModel {
     /// principal replicates (the pessimistic behaviour people report). Off by default: as the
     /// Azure docs promise, naming the principal type skips the failing directory lookup.
     pub principal_type_ignored: bool,
+    /// Chosen requests that fail, whatever the probabilities above.
+    pub rules: Vec<FaultRule>,
 }
 
 impl Default for FaultModel {
@@ -50,6 +66,7 @@ impl FaultModel {
             slow_by: Duration::from_millis(500),
             include_token_endpoint: false,
             principal_type_ignored: false,
+            rules: Vec::new(),
         }
     }
 
@@ -71,17 +88,113 @@ pub enum Fault {
     Slow(Duration),
 }
 
-/// Draws faults from a seeded generator, one decision per request.
+/// What a [`FaultRule`] does to the request it picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleFault {
+    ServerError,
+    Throttle,
+    Reset,
+}
+
+/// The `ordinal`-th request (from 1) whose method is `method` and whose path matches `path`
+/// gets `fault`; the rule fires once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultRule {
+    pub method: String,
+    /// The URL path without the query; `*` matches any run of characters, `/` included.
+    pub path: String,
+    #[serde(default = "first")]
+    pub ordinal: u32,
+    pub fault: RuleFault,
+    /// For `throttle`: the `Retry-After` the answer names.
+    #[serde(default = "one")]
+    pub retry_after_seconds: u64,
+}
+
+fn first() -> u32 {
+    1
+}
+
+fn one() -> u64 {
+    1
+}
+
+impl FaultRule {
+    pub fn matches(&self, method: &str, path: &str) -> bool {
+        self.method.eq_ignore_ascii_case(method) && glob_matches(self.path.as_bytes(), path.as_bytes())
+    }
+
+    fn fault(&self) -> Fault {
+        match self.fault {
+            RuleFault::ServerError => Fault::ServerError,
+            RuleFault::Throttle => Fault::Throttle { retry_after: Duration::from_secs(self.retry_after_seconds) },
+            RuleFault::Reset => Fault::Reset,
+        }
+    }
+}
+
+/// `*` matches any run of bytes; everything else matches itself.
+fn glob_matches(pattern: &[u8], text: &[u8]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some((b'*', rest)) => (0..=text.len()).any(|skip| glob_matches(rest, &text[skip..])),
+        Some((c, rest)) => text.split_first().is_some_and(|(t, text)| t == c && glob_matches(rest, text)),
+    }
+}
+
+/// A rule with how far it has got.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuleState {
+    #[serde(flatten)]
+    pub rule: FaultRule,
+    /// Requests that matched so far.
+    pub matched: u32,
+    pub fired: bool,
+}
+
+/// Draws faults from a seeded generator, one decision per request, and fires the rules.
 pub(crate) struct FaultInjector {
     model: FaultModel,
     rng: StdRng,
     storm_remaining: u32,
+    rules: Vec<RuleState>,
 }
 
 impl FaultInjector {
     pub(crate) fn new(model: FaultModel) -> Self {
         let rng = StdRng::seed_from_u64(model.seed);
-        FaultInjector { model, rng, storm_remaining: 0 }
+        let rules = model.rules.iter().cloned().map(|rule| RuleState { rule, matched: 0, fired: false }).collect();
+        FaultInjector { model, rng, storm_remaining: 0, rules }
+    }
+
+    pub(crate) fn add_rule(&mut self, rule: FaultRule) {
+        self.rules.push(RuleState { rule, matched: 0, fired: false });
+    }
+
+    pub(crate) fn rules(&self) -> Vec<RuleState> {
+        self.rules.clone()
+    }
+
+    /// The fault for a request: a rule's when one picks it, else the random model's (drawn
+    /// either way, so a rule never shifts the random sequence).
+    pub(crate) fn next_for(&mut self, method: &str, path: &str) -> Fault {
+        let drawn = self.next();
+        self.rule_fault(method, path).unwrap_or(drawn)
+    }
+
+    /// Only the rules (for requests the random model leaves alone).
+    pub(crate) fn rule_fault(&mut self, method: &str, path: &str) -> Option<Fault> {
+        let mut chosen = None;
+        for state in self.rules.iter_mut().filter(|s| !s.fired && s.rule.matches(method, path)) {
+            state.matched += 1;
+            if state.matched == state.rule.ordinal && chosen.is_none() {
+                state.fired = true;
+                chosen = Some(state.rule.fault());
+            }
+        }
+        chosen
     }
 
     pub(crate) fn applies_to_token_endpoint(&self) -> bool {
@@ -114,5 +227,62 @@ impl FaultInjector {
             return Fault::Slow(self.model.slow_by);
         }
         Fault::None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(method: &str, path: &str, ordinal: u32, fault: RuleFault) -> FaultRule {
+        FaultRule { method: method.into(), path: path.into(), ordinal, fault, retry_after_seconds: 2 }
+    }
+
+    #[test]
+    fn a_rule_fails_only_the_chosen_request_once() {
+        let pools = "/apis/hypershift.openshift.io/v1beta1/namespaces/*/nodepools";
+        let mut injector = FaultInjector::new(FaultModel {
+            rules: vec![rule("POST", pools, 2, RuleFault::ServerError)],
+            ..FaultModel::none()
+        });
+        let path = "/apis/hypershift.openshift.io/v1beta1/namespaces/clusters/nodepools";
+        assert_eq!(injector.next_for("GET", path), Fault::None);
+        assert_eq!(injector.next_for("POST", &format!("{path}/x")), Fault::None);
+        assert_eq!(injector.next_for("POST", path), Fault::None);
+        assert_eq!(injector.next_for("post", path), Fault::ServerError);
+        assert_eq!(injector.next_for("POST", path), Fault::None);
+        let states = injector.rules();
+        assert_eq!((states[0].matched, states[0].fired), (2, true));
+    }
+
+    #[test]
+    fn rules_added_later_count_from_then_and_carry_their_delay() {
+        let mut injector = FaultInjector::new(FaultModel::none());
+        assert_eq!(injector.next_for("PATCH", "/api/v1/namespaces/a"), Fault::None);
+        injector.add_rule(rule("PATCH", "/api/v1/namespaces/*", 1, RuleFault::Throttle));
+        assert_eq!(
+            injector.next_for("PATCH", "/api/v1/namespaces/a"),
+            Fault::Throttle { retry_after: Duration::from_secs(2) }
+        );
+        injector.add_rule(rule("GET", "*", 1, RuleFault::Reset));
+        assert_eq!(injector.rule_fault("GET", "/"), Some(Fault::Reset));
+    }
+
+    #[test]
+    fn a_rule_never_shifts_the_random_sequence() {
+        let model = FaultModel { seed: 7, server_error_probability: 0.5, ..FaultModel::none() };
+        let mut plain = FaultInjector::new(model.clone());
+        let mut ruled = FaultInjector::new(FaultModel { rules: vec![rule("GET", "/x", 3, RuleFault::Reset)], ..model });
+        for i in 0..20 {
+            let (a, b) = (plain.next_for("GET", "/x"), ruled.next_for("GET", "/x"));
+            if i == 2 { assert_eq!(b, Fault::Reset) } else { assert_eq!(a, b, "request {i}") }
+        }
+    }
+
+    #[test]
+    fn rules_read_from_json_default_to_the_first_request() {
+        let rule: FaultRule = serde_json::from_str(r#"{"method": "POST", "path": "/a/*", "fault": "reset"}"#).unwrap();
+        assert_eq!((rule.ordinal, rule.fault), (1, RuleFault::Reset));
+        assert!(serde_json::from_str::<FaultRule>(r#"{"method": "POST", "path": "/a", "fault": "x"}"#).is_err());
     }
 }

@@ -42,14 +42,14 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use config::{DEFAULT_SUBSCRIPTION_ID, DEFAULT_TENANT_ID, SandboxConfig};
-pub use faults::{Fault, FaultModel};
+pub use faults::{Fault, FaultModel, FaultRule, RuleFault, RuleState};
 pub use federation::{AadstsError, FederatedToken};
 pub use latency::{LatencyModel, Operation};
 pub use request_log::{LoggedRequest, Service};
 /// The sandbox's time is the workspace's one clock: replication windows, token lifetimes,
 /// long-running operations and latencies are measured against it.
 pub use runbook_clock::Clock;
-pub use server::{READY_PATH, REQUESTS_PATH, STATE_PATH};
+pub use server::{FAULTS_PATH, READY_PATH, REQUESTS_PATH, STATE_PATH};
 pub use tls::CertificateAuthority;
 
 use faults::FaultInjector;

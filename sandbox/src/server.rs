@@ -30,6 +30,10 @@ pub const STATE_PATH: &str = "/.sandbox/state";
 /// service, path, query with SAS signatures redacted, status, error code, client id, request
 /// id, time, duration): what benchmarks count without reading a journal. Bodies are never kept.
 pub const REQUESTS_PATH: &str = "/.sandbox/requests";
+/// `POST` a [`crate::FaultRule`] (with `"service": "kube"` for the management cluster) to fail
+/// one chosen request from then on; `GET` lists the rules and whether they fired. See
+/// [`crate::faults`].
+pub const FAULTS_PATH: &str = "/.sandbox/faults";
 
 pub(crate) async fn serve(
     listener: TcpListener,
@@ -103,8 +107,10 @@ async fn answer(
     } else if path == REQUESTS_PATH && req.method == http::Method::GET {
         let requests: Vec<serde_json::Value> = shared.request_log().iter().map(LoggedRequest::to_json).collect();
         Reply::json(StatusCode::OK, &serde_json::json!({ "requests": requests }))
+    } else if path == FAULTS_PATH {
+        fault_rules(&shared, &req)
     } else {
-        match draw_fault(&shared, service) {
+        match draw_fault(&shared, service, &req) {
             Fault::Reset => Reply::reset(),
             Fault::Throttle { retry_after } => throttled(&shared, service, &req, retry_after),
             Fault::ServerError => server_error(&shared, service, &correlation_id),
@@ -138,12 +144,53 @@ async fn answer(
     build_response(service, reply, shared.timestamp(), &request_id, &correlation_id, client_request_id)
 }
 
-fn draw_fault(shared: &Shared, service: Service) -> Fault {
+fn draw_fault(shared: &Shared, service: Service, req: &Req) -> Fault {
     let mut injector = shared.faults.lock().expect("fault lock");
     if service == Service::Entra && !injector.applies_to_token_endpoint() {
-        return Fault::None;
+        return injector.rule_fault(req.method.as_str(), &req.path).unwrap_or(Fault::None);
     }
-    injector.next()
+    injector.next_for(req.method.as_str(), &req.path)
+}
+
+/// `/.sandbox/faults`: adds a rule (`POST`) or lists them (`GET`).
+fn fault_rules(shared: &Shared, req: &Req) -> Reply {
+    let listing = || {
+        serde_json::json!({
+            "azure": shared.faults.lock().expect("fault lock").rules(),
+            "kube": shared.kube.fault_rules(),
+        })
+    };
+    match req.method {
+        http::Method::GET => Reply::json(StatusCode::OK, &listing()),
+        http::Method::POST => match added_rule(&req.body) {
+            Ok((service, rule)) => match service.as_deref() {
+                Some("kube") => {
+                    shared.kube.add_fault_rule(rule);
+                    Reply::json(StatusCode::CREATED, &listing())
+                }
+                None | Some("azure") => {
+                    shared.faults.lock().expect("fault lock").add_rule(rule);
+                    Reply::json(StatusCode::CREATED, &listing())
+                }
+                Some(other) => Reply::json(
+                    StatusCode::BAD_REQUEST,
+                    &serde_json::json!({"error": format!("unknown service {other:?}: use \"kube\" or \"azure\"")}),
+                ),
+            },
+            Err(e) => Reply::json(
+                StatusCode::BAD_REQUEST,
+                &serde_json::json!({"error": format!("not a fault rule: {e}"), "example": {"service": "kube", "method": "POST", "path": "/apis/hypershift.openshift.io/v1beta1/namespaces/*/hostedclusters", "ordinal": 1, "fault": "throttle", "retry_after_seconds": 1}}),
+            ),
+        },
+        _ => Reply::empty(StatusCode::METHOD_NOT_ALLOWED),
+    }
+}
+
+/// A posted rule and the service it is for (`service` is not part of the rule itself).
+fn added_rule(body: &[u8]) -> Result<(Option<String>, crate::FaultRule), serde_json::Error> {
+    let mut value: serde_json::Value = serde_json::from_slice(body)?;
+    let service = value.as_object_mut().and_then(|o| o.remove("service")).and_then(|s| s.as_str().map(str::to_string));
+    Ok((service, serde_json::from_value(value)?))
 }
 
 async fn dispatch(shared: &Arc<Shared>, service: Service, req: Req) -> Reply {

@@ -12,14 +12,14 @@ use crate::support::{SandboxProcess, TestEnv, runbook_bin};
 
 const KUBECTL: &str = "/usr/bin/kubectl";
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 /// A `hypershift` link to the binary in the test directory, run there with `settings`.
-fn hypershift(dir: &Path, settings: &[(String, String)], args: &[&str]) -> Out {
+pub(crate) fn hypershift(dir: &Path, settings: &[(String, String)], args: &[&str]) -> Out {
     let link = dir.join("bin/hypershift");
     if !link.exists() {
         std::fs::create_dir_all(link.parent().unwrap()).unwrap();
@@ -45,11 +45,11 @@ fn hypershift(dir: &Path, settings: &[(String, String)], args: &[&str]) -> Out {
     }
 }
 
-fn settings(sandbox: &SandboxProcess) -> Vec<(String, String)> {
+pub(crate) fn settings(sandbox: &SandboxProcess) -> Vec<(String, String)> {
     sandbox.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
-fn kubectl(sandbox: &SandboxProcess, args: &[&str]) -> String {
+pub(crate) fn kubectl(sandbox: &SandboxProcess, args: &[&str]) -> String {
     assert!(Path::new(KUBECTL).exists(), "kubectl 1.32 is required at {KUBECTL}");
     let out = Command::new(KUBECTL)
         .args(args)
@@ -61,7 +61,7 @@ fn kubectl(sandbox: &SandboxProcess, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn object(sandbox: &SandboxProcess, args: &[&str]) -> Value {
+pub(crate) fn object(sandbox: &SandboxProcess, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["-o", "json", "--show-managed-fields"]);
     serde_json::from_str(&kubectl(sandbox, &all)).expect("kubectl prints JSON")
@@ -78,7 +78,7 @@ fn managers(object: &Value) -> Vec<String> {
 
 /// Phase 1 against the sandbox, in `env`'s directory: workload identities, the OIDC issuer, the
 /// External DNS principal and azure-credentials.json.
-fn phase1(env: &TestEnv, sandbox: &SandboxProcess) {
+pub(crate) fn phase1(env: &TestEnv, sandbox: &SandboxProcess) {
     let vars = env.write(
         "phase1.vars.toml",
         &format!(
@@ -95,7 +95,7 @@ fn phase1(env: &TestEnv, sandbox: &SandboxProcess) {
     std::fs::write(env.path().join("pull-secret.json"), "{\"auths\":{}}\n").unwrap();
 }
 
-fn create_cluster_args<'a>(issuer: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+pub(crate) fn create_cluster_args<'a>(issuer: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![
         "create",
         "cluster",
@@ -132,7 +132,7 @@ fn create_cluster_args<'a>(issuer: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
-fn issuer_url(env: &TestEnv) -> String {
+pub(crate) fn issuer_url(env: &TestEnv) -> String {
     let out = env.run(&["get", "phase1-workload-identity.oidc_issuer_url"]);
     assert_eq!(out.code, 0, "{}", out.all());
     out.stdout.trim().to_string()

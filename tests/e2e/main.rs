@@ -32,6 +32,7 @@ mod schema;
 mod secrets;
 mod simulated_time;
 mod standin_fence;
+mod standin_retries;
 mod support;
 mod timeline;
 mod verify;

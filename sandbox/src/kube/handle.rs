@@ -31,6 +31,16 @@ impl KubeHandle {
         self.shared.store().catalog.find_qualified(resource).cloned().ok_or_else(KubeError::no_route)
     }
 
+    /// From now on, the chosen request of `rule` fails (see [`crate::faults`]).
+    pub fn add_fault_rule(&self, rule: crate::FaultRule) {
+        self.shared.faults.lock().expect("fault lock").add_rule(rule);
+    }
+
+    /// The fault rules with how many requests each matched and whether it fired.
+    pub fn fault_rules(&self) -> Vec<crate::faults::RuleState> {
+        self.shared.faults.lock().expect("fault lock").rules()
+    }
+
     /// Every request the server answered so far, oldest first.
     pub(crate) fn request_log(&self) -> Vec<crate::request_log::LoggedRequest> {
         self.shared.log.lock().expect("log lock").clone()

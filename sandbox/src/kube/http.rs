@@ -175,7 +175,10 @@ async fn answer(
     let reply = match &identity {
         None => KubeReply::error(&KubeError::unauthorized()),
         Some(identity) => {
-            let fault = if is_health(&path) { Fault::None } else { shared.faults.lock().expect("fault lock").next() };
+            let fault = match is_health(&path) {
+                true => Fault::None,
+                false => shared.faults.lock().expect("fault lock").next_for(req.method.as_str(), &path),
+            };
             match fault {
                 Fault::Reset if is_watch => route(&shared, identity, &req, stop, true).await,
                 Fault::Reset => {
