@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub struct TestEnv {
@@ -207,6 +208,22 @@ impl SandboxProcess {
         self.get(runbook_sandbox::STATE_PATH)
     }
 
+    /// From now on the request `rule` picks fails (`POST /.sandbox/faults`, see the sandbox's
+    /// `faults` module): e.g. `{"service": "kube", "method": "POST", "path": "/api/v1/*",
+    /// "ordinal": 1, "fault": "reset"}`.
+    pub fn add_fault_rule(&self, rule: serde_json::Value) {
+        let url =
+            format!("{}{}", self.settings["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/'), runbook_sandbox::FAULTS_PATH);
+        let answer = self.client().post(url).json(&rule).send().expect("the sandbox answers");
+        assert_eq!(answer.status().as_u16(), 201, "{rule}: {}", answer.text().unwrap_or_default());
+    }
+
+    /// The fault rules, per service (`azure`, `kube`), with how many requests each matched and
+    /// whether it fired.
+    pub fn fault_rules(&self) -> serde_json::Value {
+        self.get(runbook_sandbox::FAULTS_PATH)
+    }
+
     /// `method url` outside the runbook, as the sandbox's own principal with a token for
     /// `scope`: the status and the JSON answer (null when there is none).
     pub fn call(
@@ -341,31 +358,120 @@ impl Rehearsed {
     pub fn runs_of(&self, runbook: &str) -> Vec<String> {
         self.query("SELECT id FROM runs WHERE runbook = ?1 ORDER BY rowid", runbook)
     }
+}
 
-    /// How many step attempts of `runbook`'s runs have ended so far: how far it has got.
-    pub fn steps_finished(&self, runbook: &str) -> i64 {
-        self.query(
-            "SELECT count(*) FROM events e JOIN runs r ON e.run_id = r.id WHERE r.runbook = ?1 AND e.kind = 'step_finished'",
-            runbook,
-        )[0]
+/// A read-only view of a journal another process is writing, polled while it runs: what the
+/// events after a given sequence number say about how far the run has got.
+struct JournalWatch {
+    db: rusqlite::Connection,
+}
+
+impl JournalWatch {
+    fn open(journal: &Path) -> JournalWatch {
+        let db = rusqlite::Connection::open_with_flags(journal, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("open journal");
+        JournalWatch { db }
+    }
+
+    fn one(&self, sql: &str, since: i64) -> i64 {
+        self.db.query_row(sql, [since], |row| row.get(0)).expect("journal query")
+    }
+
+    /// The sequence number of the latest event.
+    fn last_seq(&self) -> i64 {
+        self.db.query_row("SELECT coalesce(max(seq), 0) FROM events", [], |row| row.get(0)).expect("journal query")
+    }
+
+    /// Events of `kind` after `since`.
+    fn count(&self, kind: &str, since: i64) -> i64 {
+        let mut statement =
+            self.db.prepare_cached("SELECT count(*) FROM events WHERE kind = ?1 AND seq > ?2").expect("query");
+        statement.query_row(rusqlite::params![kind, since], |row| row.get(0)).expect("journal query")
+    }
+
+    /// Steps that succeeded, or were passed over, after `since`: what no later attempt runs.
+    fn settled(&self, since: i64) -> i64 {
+        self.one(
+            "SELECT count(DISTINCT step) FROM events WHERE seq > ?1 AND (kind = 'step_skipped' \
+             OR (kind = 'step_finished' AND json_extract(data, '$.status') = 'succeeded'))",
+            since,
+        )
     }
 }
 
-/// Runs runbooks and kills them with SIGKILL (the runner alone, as `kill -9 PID` does) at seeded
-/// moments, each followed by `resume` until the run succeeds. A moment is "once k step attempts
-/// have ended, d milliseconds later, or as the next one ends if that comes first", k and d drawn
-/// from the seed: the kills spread over the whole runbook, land inside steps (waits included),
-/// and always before its last two steps, so every one of them interrupts the run.
+/// What a runner's JSON events (`--output json`, one line per event, written as they happen)
+/// say about its run so far: the journal commits a step's events when it ends, so only these
+/// show which step is running now.
+#[derive(Default)]
+struct LiveRun {
+    running: std::collections::BTreeSet<String>,
+    /// Steps that succeeded or were passed over (reused ones included, on a resume).
+    settled: std::collections::BTreeSet<String>,
+    finished: bool,
+    lines: Vec<String>,
+}
+
+impl LiveRun {
+    /// Reads `stdout` on a thread of its own until the runner closes it.
+    fn follow(stdout: std::process::ChildStdout) -> (Arc<Mutex<LiveRun>>, std::thread::JoinHandle<()>) {
+        let live = Arc::new(Mutex::new(LiveRun::default()));
+        let shared = live.clone();
+        let reader = std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+                let Ok(line) = line else { break };
+                let mut live = shared.lock().expect("live run");
+                if let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) {
+                    let step = event["step"].as_str().unwrap_or_default().to_string();
+                    match event["event"].as_str().unwrap_or_default() {
+                        "step_started" => {
+                            live.running.insert(step);
+                        }
+                        "step_finished" => {
+                            live.running.remove(&step);
+                            if event["status"] == "succeeded" {
+                                live.settled.insert(step);
+                            }
+                        }
+                        "step_skipped" => {
+                            live.settled.insert(step);
+                        }
+                        "run_finished" => live.finished = true,
+                        _ => {}
+                    }
+                }
+                live.lines.push(line);
+            }
+        });
+        (live, reader)
+    }
+}
+
+/// Runs runbooks and kills them with SIGKILL (the runner alone, as `kill -9 PID` does) at
+/// seeded moments chosen from the live run, each followed by `resume` until the run succeeds.
+///
+/// A runbook's kills are drawn up front as points of its progress, sorted: "once p of its N
+/// steps are done (succeeded or passed over), d milliseconds later, inside whichever step then
+/// runs", p at most N - 5, d up to `max_delay`. Progress is read from the journal while the run
+/// goes, so every point is reached by some attempt; several kills may share one (each then cuts
+/// a resumed run short). Should the run get past N - 5 steps done before d is up, the kill comes
+/// at once, so there is always work left to cut. The kill always lands inside a running step:
+/// the runner is stopped (SIGSTOP) the moment its events show one running, the journal is read
+/// again to confirm the run has not finished and has steps left, and only then is it killed. A
+/// kill that would come after the end fails the test; it is never counted. What runs is followed
+/// on the runner's JSON events ([`LiveRun`]); what is done, on the journal.
 pub struct Crasher {
     pub seed: u64,
     rng: rand::rngs::StdRng,
     max_delay_ms: u64,
-    /// What each kill interrupted.
+    /// What each kill interrupted: every one landed while its run was unfinished.
     pub kills: Vec<String>,
     /// Every ARM id present right after one of the kills: what existed at some moment.
     pub resources_seen: std::collections::BTreeSet<String>,
     attempts: usize,
 }
+
+/// How often the journal is read while waiting for a kill moment.
+const POLL: Duration = Duration::from_millis(3);
 
 impl Crasher {
     /// Seeded from `RUNBOOK_CRASH_SEED` when it is set (to reproduce a failure), else at random;
@@ -387,8 +493,8 @@ impl Crasher {
         }
     }
 
-    /// Runs `runbook` (`run NAME ARGS`), killing it `kills` times, and resumes it until it
-    /// succeeds; a manual gate it waits at is approved as `persona`.
+    /// Runs `runbook` (`run NAME ARGS`), killing it exactly `kills` times while it is unfinished,
+    /// and resumes it until it succeeds; a manual gate it waits at is approved as `persona`.
     pub fn run(
         &mut self,
         env: &TestEnv,
@@ -403,17 +509,17 @@ impl Crasher {
         plan_args.extend(args);
         let plan = Run::from(rehearsed.command(env, &plan_args).output().expect("plan"));
         assert_eq!(plan.code, 0, "{}", plan.all());
-        let steps =
-            plan.last_json()["steps"].as_array().expect("steps").iter().filter(|s| s["action"] == "run").count();
-        // At the latest as attempt k + 1 ends, with two steps still to run: the kill always comes
-        // before the run's end.
-        let last = (steps as i64 - 3).max(0);
+        let steps = plan.last_json()["steps"].as_array().expect("steps").len() as i64;
+        let last_point = (steps - 5).max(0);
         let mut moments: Vec<(i64, u64)> = (0..kills)
-            .map(|_| (self.rng.random_range(0..=last), self.rng.random_range(0..=self.max_delay_ms)))
+            .map(|_| (self.rng.random_range(0..=last_point), self.rng.random_range(0..=self.max_delay_ms)))
             .collect();
         moments.sort();
+        moments.reverse();
+        let watch = JournalWatch::open(&rehearsed.journal);
         let earlier = rehearsed.runs_of(runbook);
-        let start = rehearsed.steps_finished(runbook);
+        // Everything journaled from here on is this runbook's run (and its approvals).
+        let start = watch.last_seq();
         loop {
             let run = rehearsed.runs_of(runbook).into_iter().find(|r| !earlier.contains(r));
             let mut command_args = match &run {
@@ -424,34 +530,63 @@ impl Crasher {
                 command_args.extend(args);
             }
             self.attempts += 1;
+            let attempt = watch.last_seq();
             let log_path = env.path().join(format!("crash-{}.log", self.attempts));
             let log = std::fs::File::create(&log_path).expect("log file");
             let mut child = rehearsed
-                .command(env, &["--no-progress"])
+                .command(env, &["--output", "json"])
                 .args(&command_args)
-                .stdout(Stdio::null())
+                .stdout(Stdio::piped())
                 .stderr(log)
                 .spawn()
                 .expect("runbook starts");
-            if let Some(&(after_steps, delay_ms)) = moments.first() {
-                let ended = |child: &mut Child| child.try_wait().expect("poll").is_some();
-                while rehearsed.steps_finished(runbook) < start + after_steps && !ended(&mut child) {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                let reached = rehearsed.steps_finished(runbook);
-                let until = Instant::now() + Duration::from_millis(delay_ms);
-                while Instant::now() < until && !ended(&mut child) && rehearsed.steps_finished(runbook) == reached {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                if !ended(&mut child) {
+            let (live, reader) = LiveRun::follow(child.stdout.take().expect("piped"));
+            let log = || {
+                let events = live.lock().expect("live run").lines.join("\n");
+                format!("{events}\n{}", std::fs::read_to_string(&log_path).unwrap_or_default())
+            };
+            let seed = self.seed;
+            let context = |kills: &[String]| format!("seed {seed}, kills so far {kills:#?}");
+            if let Some(&(point, delay_ms)) = moments.last() {
+                let mut reached: Option<Instant> = None;
+                let stopped = loop {
+                    if child.try_wait().expect("poll").is_some() {
+                        break false;
+                    }
+                    let (settled, running) = {
+                        let live = live.lock().expect("live run");
+                        (live.settled.len() as i64, !live.running.is_empty() && !live.finished)
+                    };
+                    if reached.is_none() && settled >= point && running {
+                        reached = Some(Instant::now());
+                    }
+                    let due = reached.is_some_and(|at| at.elapsed() >= Duration::from_millis(delay_ms));
+                    if running && (due || settled >= last_point) {
+                        // Frozen inside a step: it cannot finish between this look and the kill.
+                        unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+                        break true;
+                    }
+                    std::thread::sleep(POLL);
+                };
+                if stopped {
+                    let inside = live.lock().expect("live run").running.clone();
+                    let (finished, settled) = (watch.count("run_finished", attempt) > 0, watch.settled(start));
                     child.kill().expect("SIGKILL");
                     child.wait().expect("reaped");
-                    let at = rehearsed.steps_finished(runbook) - start;
-                    self.kills.push(format!(
-                        "{runbook} ({}): after {at} step attempts + {delay_ms} ms",
+                    reader.join().expect("events read");
+                    let kill = format!(
+                        "{runbook} ({}): at {point} of {steps} steps done + {delay_ms} ms: inside {inside:?}, {settled} journaled done",
                         command_args.join(" ")
-                    ));
-                    moments.remove(0);
+                    );
+                    assert!(
+                        !finished && settled < steps,
+                        "kill {} came after the run's work was done: {kill} ({}):\n{}",
+                        self.kills.len() + 1,
+                        context(&self.kills),
+                        log()
+                    );
+                    self.kills.push(kill);
+                    moments.pop();
                     let state = rehearsed.sandbox.state();
                     let ids = state["resources"].as_array().into_iter().flatten().filter_map(|id| id.as_str());
                     self.resources_seen.extend(ids.map(str::to_string));
@@ -459,29 +594,17 @@ impl Crasher {
                 }
             }
             let code = child.wait().expect("runbook ends").code();
-            let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+            reader.join().expect("events read");
             match code {
                 Some(0) if moments.is_empty() => return,
-                // A resumed run reuses what was done, so it can end before the later moments of
-                // the schedule come; the kills that landed are the proof, and there must be some.
-                Some(0) if !self.kills.is_empty() => {
-                    eprintln!(
-                        "{runbook} finished before {} more planned kills (seed {}; kills: {:#?})",
-                        moments.len(),
-                        self.seed,
-                        self.kills
-                    );
-                    return;
-                }
-                Some(0) => panic!("{runbook} finished before any kill landed (seed {})", self.seed),
-                Some(5) => self.approve_waiting(env, rehearsed, run.as_deref(), runbook, persona),
-                other => panic!(
-                    "{} exited {other:?} (seed {}; kills so far: {:#?}):\n{}",
-                    command_args.join(" "),
-                    self.seed,
-                    self.kills,
+                Some(0) => panic!(
+                    "{runbook} finished before {} more kills could land ({}):\n{}",
+                    moments.len(),
+                    context(&self.kills),
                     log()
                 ),
+                Some(5) => self.approve_waiting(env, rehearsed, run.as_deref(), runbook, persona),
+                other => panic!("{} exited {other:?} ({}):\n{}", command_args.join(" "), context(&self.kills), log()),
             }
         }
     }
