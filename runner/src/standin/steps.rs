@@ -38,7 +38,8 @@ pub async fn step(
             Ok(outcome) => return Ok(outcome.outputs),
             Err(error) if error.is_transient() && retries < SDK_RETRIES => {
                 retries += 1;
-                tokio::time::sleep(error.retry_after().unwrap_or(delay).min(SDK_MAX_RETRY_DELAY)).await;
+                let wait = error.retry_after().unwrap_or(delay).min(SDK_MAX_RETRY_DELAY);
+                runbook_clock::Clock::process().sleep(wait).await;
                 delay = (delay * 2).min(SDK_MAX_RETRY_DELAY);
             }
             Err(error) => return Err(error.to_string()),

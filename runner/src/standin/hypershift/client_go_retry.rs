@@ -90,7 +90,8 @@ fn connection_lost(error: &kube::Error) -> bool {
     false
 }
 
-/// Runs `request` until it succeeds or `next_attempt` says to stop.
+/// Runs `request` until it succeeds or `next_attempt` says to stop, waiting between attempts on
+/// the process's clock (`runbook_clock`), as every other wait of the runner does.
 pub async fn retrying<T, F, Fut>(verb: Verb, mut request: F) -> Result<T, kube::Error>
 where
     F: FnMut() -> Fut,
@@ -103,7 +104,7 @@ where
             Err(error) => match next_attempt(verb, &error, retries) {
                 Some(delay) => {
                     retries += 1;
-                    tokio::time::sleep(delay).await;
+                    runbook_clock::Clock::process().sleep(delay).await;
                 }
                 None => return Err(error),
             },

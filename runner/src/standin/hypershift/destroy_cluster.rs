@@ -168,7 +168,8 @@ async fn wait_for_finalizers(
     name: &str,
     grace: Duration,
 ) -> Result<(), String> {
-    let deadline = tokio::time::Instant::now() + grace;
+    let clock = runbook_clock::Clock::process();
+    let deadline = clock.now() + grace;
     loop {
         match cluster.get(HYPERSHIFT_API, "HostedCluster", "hostedclusters", namespace, name).await {
             Ok(None) => return Ok(()),
@@ -180,10 +181,10 @@ async fn wait_for_finalizers(
             }
             Err(e) => eprintln!("Failed to get hosted cluster namespace={namespace} name={name}: {e}"),
         }
-        if tokio::time::Instant::now() >= deadline {
+        if clock.now() >= deadline {
             return Err("hostedcluster wasn't finalized, aborting delete: context deadline exceeded".into());
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        clock.sleep(Duration::from_secs(1)).await;
     }
 }
 

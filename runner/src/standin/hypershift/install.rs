@@ -302,7 +302,8 @@ pub async fn run(flags: &Parsed) -> Result<(), String> {
 
 /// As the real `--wait-until-available`: the operator Deployment rolled out and available.
 async fn wait_until_available(cluster: &ManagementCluster, namespace: &str, replicas: i32) -> Result<(), String> {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(600);
+    let clock = runbook_clock::Clock::process();
+    let deadline = clock.now() + std::time::Duration::from_secs(600);
     loop {
         let deployment = cluster.get("apps/v1", "Deployment", "deployments", namespace, "operator").await?;
         let status = deployment.as_ref().map(|d| d["status"].clone()).unwrap_or_default();
@@ -311,10 +312,10 @@ async fn wait_until_available(cluster: &ManagementCluster, namespace: &str, repl
             println!("HyperShift operator deployment is available");
             return Ok(());
         }
-        if tokio::time::Instant::now() > deadline {
+        if clock.now() > deadline {
             return Err("timed out waiting for the HyperShift operator deployment to be available".into());
         }
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        clock.sleep(std::time::Duration::from_millis(500)).await;
     }
 }
 
