@@ -219,7 +219,7 @@ async fn measure_resume(env: &Env, base: &Path, steps: usize) -> CliResult<Resum
     let quiet = Env {
         journal_path: base.join("resume.db"),
         json: false,
-        mode: crate::report::DisplayMode::Quiet,
+        mode: crate::report::DisplayMode::Silent,
         verbose: false,
         registry: env.registry.clone(),
         azure: env.azure.clone(),

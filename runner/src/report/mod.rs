@@ -24,11 +24,19 @@ impl Reporter for JsonReporter {
     }
 }
 
+/// Shows nothing.
+pub struct SilentReporter;
+
+impl Reporter for SilentReporter {
+    fn event(&mut self, _: &EngineEvent) {}
+}
+
 /// `verbose` adds the full messages behind one-line notices (human output only: JSON events
 /// always carry them).
 pub fn reporter_for(mode: DisplayMode, verbose: bool) -> Box<dyn Reporter> {
     match mode {
         DisplayMode::Json => Box::new(JsonReporter),
+        DisplayMode::Silent => Box::new(SilentReporter),
         other => Box::new(HumanReporter::new(other, verbose)),
     }
 }

@@ -10,6 +10,8 @@ pub enum DisplayMode {
     Quiet,
     /// JSON lines on stdout for machines.
     Json,
+    /// Nothing at all: runs a command makes only to measure them (`bench`).
+    Silent,
 }
 
 pub fn display_mode(is_terminal: bool, is_ci: bool, quiet: bool, no_progress: bool, json: bool) -> DisplayMode {
