@@ -429,3 +429,174 @@ fn real_kubectl_accepts_the_sandbox_kubernetes_api() {
     assert_eq!(words(whoami.lines().next().unwrap()), ["ATTRIBUTE", "VALUE"]);
     assert!(whoami.lines().any(|l| words(l) == ["Username", "kubernetes-admin"]), "{whoami}");
 }
+
+/// What a user looking around a cluster types beyond the procedure: typed `create`
+/// commands (protobuf bodies), logs, RBAC, label and annotation removal, diff, json patch,
+/// watches from a stale resourceVersion, and the API's error wording.
+#[test]
+fn real_kubectl_looks_around_like_on_a_real_cluster() {
+    let env = TestEnv::new();
+    let cluster = Cluster::start(&env.path().join("sandbox"));
+
+    // Typed creates send protobuf: Deployment, Service, Pod, RBAC.
+    assert_eq!(
+        cluster.ok(&["create", "deployment", "web", "--image=nginx", "--replicas=2", "--port=80"]),
+        "deployment.apps/web created\n"
+    );
+    assert_eq!(
+        cluster.ok(&["create", "deployment", "idle", "--image=nginx", "--replicas=0"]),
+        "deployment.apps/idle created\n"
+    );
+    assert_eq!(
+        cluster.ok(&["get", "deploy", "idle", "-o", "jsonpath={.spec.replicas}"]),
+        "0",
+        "a zero count survives protobuf"
+    );
+    assert_eq!(
+        cluster.ok(&["expose", "deployment", "web", "--port=8080", "--target-port=80"]),
+        "service/web exposed\n"
+    );
+    assert_eq!(cluster.ok(&["get", "svc", "web", "-o", "jsonpath={.spec.ports[0].targetPort}"]), "80");
+    assert_eq!(cluster.ok(&["create", "service", "clusterip", "named", "--tcp=5678:http"]), "service/named created\n");
+    assert_eq!(cluster.ok(&["get", "svc", "named", "-o", "jsonpath={.spec.ports[0].targetPort}"]), "http");
+    assert_eq!(
+        cluster.ok(&["wait", "--for=condition=Available", "deployment/web", "--timeout=120s"]),
+        "deployment.apps/web condition met\n"
+    );
+    assert_eq!(cluster.ok(&["rollout", "status", "deployment/web"]), "deployment \"web\" successfully rolled out\n");
+
+    // A bare pod is scheduled onto the node and has a log; the kubelet's errors otherwise.
+    assert_eq!(cluster.ok(&["run", "lone", "--image=busybox"]), "pod/lone created\n");
+    cluster.ok(&["wait", "--for=condition=Ready", "pod/lone", "--timeout=120s"]);
+    let wide = cluster.ok(&["get", "pod", "lone", "-o", "wide"]);
+    assert_eq!(words(wide.lines().nth(1).unwrap())[6], "sandbox-node-1", "{wide}");
+    let log = cluster.ok(&["logs", "lone"]);
+    assert!(log.ends_with("container lone of pod lone started\n"), "{log}");
+    let tail = cluster.ok(&["logs", "lone", "--tail=1", "--timestamps"]);
+    assert_eq!(tail.lines().count(), 1, "{tail}");
+    assert!(tail.split_whitespace().next().unwrap().parse::<jiff::Timestamp>().is_ok(), "{tail}");
+    let previous = cluster.run(&["logs", "lone", "--previous"]);
+    assert_eq!(previous.code, 1);
+    assert_eq!(
+        previous.stderr,
+        "Error from server (BadRequest): previous terminated container \"lone\" in pod \"lone\" not found\n"
+    );
+    assert!(cluster.ok(&["logs", "deployment/web"]).contains("container nginx of pod web-"));
+
+    // RBAC is served, with the bootstrap roles and the binding table.
+    let roles = cluster.ok(&["get", "clusterroles"]);
+    assert!(roles.lines().any(|l| words(l).first() == Some(&"cluster-admin")), "{roles}");
+    assert_eq!(
+        cluster.ok(&[
+            "create",
+            "clusterrolebinding",
+            "alice",
+            "--clusterrole=view",
+            "--user=alice",
+            "--serviceaccount=default:robot"
+        ]),
+        "clusterrolebinding.rbac.authorization.k8s.io/alice created\n"
+    );
+    let binding = cluster.ok(&["get", "clusterrolebinding", "alice", "-o", "wide"]);
+    assert_eq!(words(binding.lines().next().unwrap()), ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]);
+    let row = words(binding.lines().nth(1).unwrap());
+    assert_eq!((row[0], row[1], row[3], row[4]), ("alice", "ClusterRole/view", "alice", "default/robot"), "{binding}");
+    assert_eq!(
+        cluster.ok(&["create", "role", "reader", "--verb=get,list", "--resource=secrets"]),
+        "role.rbac.authorization.k8s.io/reader created\n"
+    );
+
+    // Removing the last label or annotation leaves no empty map behind, as Go's ObjectMeta.
+    cluster.ok(&["label", "deploy", "web", "tier=front"]);
+    let refused = cluster.run(&["label", "deploy", "web", "tier=back"]);
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.stderr.contains("'tier' already has a value (front), and --overwrite is false"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(cluster.ok(&["label", "deploy", "web", "tier=back", "--overwrite"]), "deployment.apps/web labeled\n");
+    assert_eq!(cluster.ok(&["label", "deploy", "web", "tier-"]), "deployment.apps/web unlabeled\n");
+    assert_eq!(cluster.ok(&["annotate", "deploy", "web", "note=a"]), "deployment.apps/web annotated\n");
+    assert_eq!(cluster.ok(&["annotate", "deploy", "web", "note-"]), "deployment.apps/web annotated\n");
+    let meta: serde_json::Value =
+        serde_json::from_str(&cluster.ok(&["get", "deploy", "web", "-o", "jsonpath={.metadata}"])).unwrap();
+    assert!(meta.get("annotations").is_none(), "{meta}");
+    assert_eq!(meta["labels"], serde_json::json!({"app": "web"}));
+    let cm = env.write(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {k: v}\n",
+    );
+    cluster.ok(&["create", "-f", cm.to_str().unwrap()]);
+    let changed = env.write(
+        "cm2.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {k: w}\n",
+    );
+    let diff = cluster.run(&["diff", "-f", changed.to_str().unwrap()]);
+    assert_eq!(diff.code, 1, "diff exits 1 when there are differences: {}", diff.stderr);
+    let changes: Vec<&str> = diff
+        .stdout
+        .lines()
+        .filter(|l| (l.starts_with('+') || l.starts_with('-')) && !l.starts_with("+++") && !l.starts_with("---"))
+        .collect();
+    assert_eq!(
+        changes.iter().filter(|l| !l.contains("generation") && !l.contains("resourceVersion")).count(),
+        2,
+        "{}",
+        diff.stdout
+    );
+    assert!(changes.contains(&"-  k: v") && changes.contains(&"+  k: w"), "{}", diff.stdout);
+
+    // Patches of all three kinds, and server-side dry runs that change nothing.
+    assert_eq!(
+        cluster.ok(&[
+            "patch",
+            "deploy",
+            "web",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/replicas","value":3}]"#
+        ]),
+        "deployment.apps/web patched\n"
+    );
+    assert_eq!(
+        cluster.ok(&["patch", "deploy", "web", "-p", r#"{"spec":{"replicas":1}}"#]),
+        "deployment.apps/web patched\n"
+    );
+    assert_eq!(cluster.ok(&["scale", "deploy", "web", "--replicas=2"]), "deployment.apps/web scaled\n");
+    assert_eq!(
+        cluster.ok(&["create", "configmap", "dry", "--from-literal=a=b", "--dry-run=server"]),
+        "configmap/dry created (server dry run)\n"
+    );
+    assert_eq!(cluster.run(&["get", "configmap", "dry"]).code, 1);
+
+    // Errors in the API server's words.
+    let invalid = cluster.run(&["create", "configmap", "Bad_Name"]);
+    assert!(invalid.stderr.contains("ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"), "{}", invalid.stderr);
+    let stale = env.write(
+        "stale.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default, resourceVersion: \"1\"}\ndata: {k: z}\n",
+    );
+    let conflict = cluster.run(&["replace", "-f", stale.to_str().unwrap()]);
+    assert_eq!(conflict.code, 1);
+    assert!(conflict.stderr.contains("Error from server (Conflict): error when replacing") && conflict.stderr.contains("Operation cannot be fulfilled on configmaps \"settings\": the object has been modified; please apply your changes to the latest version and try again"), "{}", conflict.stderr);
+
+    // A watch from a resourceVersion older than the history ends with 410 Expired in-stream.
+    let expired = cluster.ok(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1&timeoutSeconds=5",
+    ]);
+    let event: serde_json::Value = serde_json::from_str(expired.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (event["type"].as_str(), event["object"]["code"].as_i64(), event["object"]["reason"].as_str()),
+        (Some("ERROR"), Some(410), Some("Expired")),
+        "{expired}"
+    );
+
+    // delete with a cascade that leaves the ReplicaSet behind, then by label.
+    assert_eq!(cluster.ok(&["delete", "deploy", "web", "--cascade=orphan"]), "deployment.apps \"web\" deleted\n");
+    let orphans = cluster.ok(&["get", "rs", "-l", "app=web", "-o", "name"]);
+    assert_eq!(orphans.lines().count(), 1, "{orphans}");
+    assert!(cluster.ok(&["delete", "rs", "-l", "app=web"]).starts_with("replicaset.apps \"web-"));
+}

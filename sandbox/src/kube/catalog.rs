@@ -269,6 +269,46 @@ const BUILTINS: &[Builtin] = &[
         subresources: &[],
     },
     Builtin {
+        group: "rbac.authorization.k8s.io",
+        kind: "ClusterRoleBinding",
+        plural: "clusterrolebindings",
+        namespaced: false,
+        short: &[],
+        verbs: ALL_VERBS,
+        categories: &[],
+        subresources: &[],
+    },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        plural: "clusterroles",
+        namespaced: false,
+        short: &[],
+        verbs: ALL_VERBS,
+        categories: &[],
+        subresources: &[],
+    },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        kind: "RoleBinding",
+        plural: "rolebindings",
+        namespaced: true,
+        short: &[],
+        verbs: ALL_VERBS,
+        categories: &[],
+        subresources: &[],
+    },
+    Builtin {
+        group: "rbac.authorization.k8s.io",
+        kind: "Role",
+        plural: "roles",
+        namespaced: true,
+        short: &[],
+        verbs: ALL_VERBS,
+        categories: &[],
+        subresources: &[],
+    },
+    Builtin {
         group: "apiextensions.k8s.io",
         kind: "CustomResourceDefinition",
         plural: "customresourcedefinitions",
@@ -281,8 +321,15 @@ const BUILTINS: &[Builtin] = &[
 ];
 
 /// Groups in the order discovery lists them; CRD groups follow.
-const GROUP_ORDER: &[&str] =
-    &["", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "apiextensions.k8s.io"];
+const GROUP_ORDER: &[&str] = &[
+    "",
+    "apps",
+    "events.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "rbac.authorization.k8s.io",
+    "apiextensions.k8s.io",
+];
 
 /// The Table columns the real server prints for a built-in kind (after NAME, except
 /// events which have none).
@@ -438,9 +485,18 @@ fn builtin_columns(group: &str, kind: &str) -> Vec<Column> {
             col("Images", "string", 1, "Images referenced by each container in the template."),
             col("Selector", "string", 1, "Selector is a label query over pods that should match the replica count."),
         ],
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+        ("apiextensions.k8s.io", "CustomResourceDefinition")
+        | ("rbac.authorization.k8s.io", "ClusterRole" | "Role") => {
             vec![col("Name", "string", 0, "Name must be unique within a namespace."), col("Created At", "date", 0, AGE)]
         }
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding" | "RoleBinding") => vec![
+            col("Name", "string", 0, "Name must be unique within a namespace."),
+            col("Role", "string", 0, "RoleRef can only reference the current namespace or a ClusterRole."),
+            col("Age", "string", 0, AGE),
+            col("Users", "string", 1, "Users in the roleBinding"),
+            col("Groups", "string", 1, "Groups in the roleBinding"),
+            col("ServiceAccounts", "string", 1, "ServiceAccounts in the roleBinding"),
+        ],
         _ => vec![col("Name", "string", 0, "Name must be unique within a namespace."), col("Age", "string", 0, AGE)],
     }
 }

@@ -35,8 +35,50 @@ fn put(store: &mut Store, resource: &str, mut obj: Value) {
     store.put(resource, EventType::Added, obj, None);
 }
 
-/// The namespaces, node and `kubernetes` service of a fresh cluster.
+/// The default user-facing ClusterRoles every cluster bootstraps, and the binding that
+/// makes `system:masters` cluster-admin. (Authorization itself comes from each token's
+/// rules, not from these objects.)
+fn seed_rbac(store: &mut Store) {
+    let bootstrap = json!({"kubernetes.io/bootstrapping": "rbac-defaults"});
+    let all =
+        json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]}]);
+    let read = json!(["get", "list", "watch"]);
+    let write = json!(["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]);
+    let namespaced = json!(["pods", "services", "configmaps", "secrets", "serviceaccounts", "events"]);
+    let roles = [
+        ("cluster-admin", all),
+        (
+            "admin",
+            json!([{"apiGroups": ["", "apps"], "resources": namespaced.clone(), "verbs": write.clone()}, {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": write.clone()}]),
+        ),
+        ("edit", json!([{"apiGroups": ["", "apps"], "resources": namespaced.clone(), "verbs": write}])),
+        (
+            "view",
+            json!([{"apiGroups": ["", "apps"], "resources": ["pods", "services", "configmaps", "serviceaccounts", "events", "deployments", "replicasets"], "verbs": read}]),
+        ),
+    ];
+    for (name, rules) in roles {
+        put(
+            store,
+            "clusterroles.rbac.authorization.k8s.io",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                "metadata": {"name": name, "labels": bootstrap, "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+                "rules": rules}),
+        );
+    }
+    put(
+        store,
+        "clusterrolebindings.rbac.authorization.k8s.io",
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "cluster-admin", "labels": bootstrap, "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"}]}),
+    );
+}
+
+/// The namespaces, node, `kubernetes` service and default RBAC of a fresh cluster.
 pub(crate) fn seed(store: &mut Store) {
+    seed_rbac(store);
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         put(store, "namespaces", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
     }
@@ -650,6 +692,19 @@ fn start_pod(shared: Arc<KubeShared>, pod: &Value) {
         let Ok(current) = current else { return };
         if current["metadata"]["uid"] != uid || deleting(&current) {
             return;
+        }
+        // The scheduler's binding: a pod created without a node gets the sandbox's one.
+        if current["spec"]["nodeName"].as_str().is_none_or(str::is_empty) {
+            let bind = Patch::Merge(json!({"spec": {"nodeName": NODE}}));
+            let _ = objects::patch(
+                &mut shared.store(),
+                &res,
+                ns.as_deref(),
+                &name,
+                Part::Main,
+                &bind,
+                &WriteOptions::manager("default-scheduler"),
+            );
         }
         let t = now();
         let statuses: Vec<Value> = containers

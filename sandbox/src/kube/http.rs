@@ -23,7 +23,7 @@ use super::errors::KubeError;
 use super::objects::{self, DeleteOptions, ListQuery, Part, ScaleChange, WriteOptions};
 use super::patch::Patch;
 use super::selectors::{FieldSelector, LabelSelector};
-use super::{KubeShared, discovery, openapi, protobuf, tables, watch};
+use super::{KubeShared, discovery, logs, openapi, protobuf, tables, watch};
 use crate::accept::accept_tls;
 use crate::faults::Fault;
 use crate::request_log::{LoggedRequest, Service};
@@ -410,6 +410,15 @@ async fn route_inner(
             match target.sub.as_deref() {
                 Some("scale") => Ok(KubeReply::json(StatusCode::OK, &objects::scale_of(&target.res, &obj)?)),
                 Some("status") => Ok(KubeReply::json(StatusCode::OK, &obj)),
+                Some("log") => {
+                    let opts = logs::LogOptions {
+                        container: req.query("container").filter(|c| !c.is_empty()).map(str::to_string),
+                        tail_lines: req.query("tailLines").and_then(|n| n.parse().ok()),
+                        timestamps: req.query("timestamps") == Some("true"),
+                        previous: req.query("previous") == Some("true"),
+                    };
+                    Ok(KubeReply::text(StatusCode::OK, &logs::log(&obj, &opts)?))
+                }
                 Some(_) => Err(KubeError::no_route()),
                 None if wants_table => {
                     let rv = obj["metadata"]["resourceVersion"].as_str().unwrap_or_default().to_string();

@@ -18,6 +18,7 @@ mod fields;
 mod handle;
 mod http;
 mod jsonpath;
+mod logs;
 mod managed;
 mod objects;
 mod openapi;

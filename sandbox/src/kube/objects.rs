@@ -268,6 +268,7 @@ pub fn create(
 /// Stamps the server metadata on a new object and stores it.
 fn finish_create(store: &mut Store, res: &ResourceDef, mut obj: Value, dry_run: bool) -> Result<Value, KubeError> {
     let meta = obj["metadata"].as_object_mut().ok_or_else(|| KubeError::bad_request("metadata must be an object"))?;
+    drop_empty_metadata(meta);
     meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
     meta.insert("creationTimestamp".into(), json!(now()));
     if res.tracks_generation() {
@@ -298,6 +299,23 @@ const SERVER_METADATA: &[&str] = &[
     "selfLink",
 ];
 
+/// The API server keeps metadata in Go's ObjectMeta, whose empty maps and lists are omitted:
+/// removing the last label (or a patch that nulls an absent annotation) leaves no
+/// `labels: {}` behind.
+fn drop_empty_metadata(meta: &mut serde_json::Map<String, Value>) {
+    for key in ["labels", "annotations", "finalizers", "ownerReferences", "managedFields"] {
+        let empty = match meta.get(key) {
+            Some(Value::Object(m)) => m.is_empty(),
+            Some(Value::Array(a)) => a.is_empty(),
+            Some(Value::Null) => true,
+            _ => false,
+        };
+        if empty {
+            meta.remove(key);
+        }
+    }
+}
+
 /// Stores a new version of an existing object: restores server metadata, bumps
 /// generation on spec changes, keeps everything when nothing changed, and completes a
 /// pending deletion once the last finalizer is gone.
@@ -321,6 +339,9 @@ fn commit(
                 }
             }
         }
+    }
+    if let Some(meta) = new["metadata"].as_object_mut() {
+        drop_empty_metadata(meta);
     }
     if new == *old {
         return Ok(old.clone());

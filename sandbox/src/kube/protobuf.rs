@@ -14,7 +14,14 @@ const MAGIC: &[u8] = b"k8s\x00";
 enum Field {
     Str,
     Int,
+    /// An `optional int32` whose zero is meaningful (replicas).
+    OptInt,
+    /// `IntOrString`: `{1 type, 2 intVal, 3 strVal}`, rendered as a JSON number or string.
+    IntOrString,
+    /// A plain `bool`: proto2 always sends it, Go's JSON omits `false`.
     Bool,
+    /// A `*bool`, sent only when set, so `false` is meaningful.
+    OptBool,
     Msg(&'static [(u32, &'static str, Field)]),
     /// `map<string,string>`.
     MapStr,
@@ -31,8 +38,8 @@ const OWNER_REFERENCE: Schema = &[
     (3, "name", Field::Str),
     (4, "uid", Field::Str),
     (5, "apiVersion", Field::Str),
-    (6, "controller", Field::Bool),
-    (7, "blockOwnerDeletion", Field::Bool),
+    (6, "controller", Field::OptBool),
+    (7, "blockOwnerDeletion", Field::OptBool),
 ];
 
 const OBJECT_META: Schema = &[
@@ -53,14 +60,14 @@ const SECRET: Schema = &[
     (2, "data", Field::MapBytes),
     (3, "type", Field::Str),
     (4, "stringData", Field::MapStr),
-    (5, "immutable", Field::Bool),
+    (5, "immutable", Field::OptBool),
 ];
 
 const CONFIG_MAP: Schema = &[
     (1, "metadata", Field::Msg(OBJECT_META)),
     (2, "data", Field::MapStr),
     (3, "binaryData", Field::MapBytes),
-    (4, "immutable", Field::Bool),
+    (4, "immutable", Field::OptBool),
 ];
 
 const OBJECT_REFERENCE: Schema = &[(1, "kind", Field::Str), (2, "namespace", Field::Str), (3, "name", Field::Str)];
@@ -70,7 +77,7 @@ const SERVICE_ACCOUNT: Schema = &[
     (1, "metadata", Field::Msg(OBJECT_META)),
     (2, "secrets", Field::RepeatedMsg(OBJECT_REFERENCE)),
     (3, "imagePullSecrets", Field::RepeatedMsg(LOCAL_OBJECT_REFERENCE)),
-    (4, "automountServiceAccountToken", Field::Bool),
+    (4, "automountServiceAccountToken", Field::OptBool),
 ];
 
 const NAMESPACE: Schema =
@@ -98,6 +105,120 @@ const SSAR: Schema = &[
     ),
 ];
 
+const LABEL_SELECTOR: Schema = &[
+    (1, "matchLabels", Field::MapStr),
+    (
+        2,
+        "matchExpressions",
+        Field::RepeatedMsg(&[(1, "key", Field::Str), (2, "operator", Field::Str), (3, "values", Field::RepeatedStr)]),
+    ),
+];
+
+const CONTAINER: Schema = &[
+    (1, "name", Field::Str),
+    (2, "image", Field::Str),
+    (3, "command", Field::RepeatedStr),
+    (4, "args", Field::RepeatedStr),
+    (5, "workingDir", Field::Str),
+    (
+        6,
+        "ports",
+        Field::RepeatedMsg(&[
+            (1, "name", Field::Str),
+            (2, "hostPort", Field::Int),
+            (3, "containerPort", Field::Int),
+            (4, "protocol", Field::Str),
+        ]),
+    ),
+    (7, "env", Field::RepeatedMsg(&[(1, "name", Field::Str), (2, "value", Field::Str)])),
+    (14, "imagePullPolicy", Field::Str),
+];
+
+const POD_SPEC: Schema = &[
+    (2, "containers", Field::RepeatedMsg(CONTAINER)),
+    (3, "restartPolicy", Field::Str),
+    (7, "nodeSelector", Field::MapStr),
+    (8, "serviceAccountName", Field::Str),
+    (10, "nodeName", Field::Str),
+    (20, "initContainers", Field::RepeatedMsg(CONTAINER)),
+];
+
+const POD: Schema = &[(1, "metadata", Field::Msg(OBJECT_META)), (2, "spec", Field::Msg(POD_SPEC))];
+
+/// What `kubectl create deployment` sends.
+const DEPLOYMENT: Schema = &[
+    (1, "metadata", Field::Msg(OBJECT_META)),
+    (
+        2,
+        "spec",
+        Field::Msg(&[
+            (1, "replicas", Field::OptInt),
+            (2, "selector", Field::Msg(LABEL_SELECTOR)),
+            (3, "template", Field::Msg(&[(1, "metadata", Field::Msg(OBJECT_META)), (2, "spec", Field::Msg(POD_SPEC))])),
+            (4, "strategy", Field::Msg(&[(1, "type", Field::Str)])),
+            (5, "minReadySeconds", Field::Int),
+            (6, "revisionHistoryLimit", Field::OptInt),
+            (7, "paused", Field::Bool),
+            (9, "progressDeadlineSeconds", Field::OptInt),
+        ]),
+    ),
+];
+
+/// What `kubectl create service` and `kubectl expose` send.
+const SERVICE: Schema = &[
+    (1, "metadata", Field::Msg(OBJECT_META)),
+    (
+        2,
+        "spec",
+        Field::Msg(&[
+            (
+                1,
+                "ports",
+                Field::RepeatedMsg(&[
+                    (1, "name", Field::Str),
+                    (2, "protocol", Field::Str),
+                    (3, "port", Field::Int),
+                    (4, "targetPort", Field::IntOrString),
+                    (5, "nodePort", Field::Int),
+                ]),
+            ),
+            (2, "selector", Field::MapStr),
+            (3, "clusterIP", Field::Str),
+            (4, "type", Field::Str),
+            (5, "externalIPs", Field::RepeatedStr),
+            (7, "sessionAffinity", Field::Str),
+            (11, "externalName", Field::Str),
+        ]),
+    ),
+];
+
+const POLICY_RULE: Schema = &[
+    (1, "verbs", Field::RepeatedStr),
+    (2, "apiGroups", Field::RepeatedStr),
+    (3, "resources", Field::RepeatedStr),
+    (4, "resourceNames", Field::RepeatedStr),
+    (5, "nonResourceURLs", Field::RepeatedStr),
+];
+
+/// `kubectl create role` / `clusterrole`.
+const ROLE: Schema = &[(1, "metadata", Field::Msg(OBJECT_META)), (2, "rules", Field::RepeatedMsg(POLICY_RULE))];
+
+/// `kubectl create rolebinding` / `clusterrolebinding`.
+const ROLE_BINDING: Schema = &[
+    (1, "metadata", Field::Msg(OBJECT_META)),
+    (
+        2,
+        "subjects",
+        Field::RepeatedMsg(&[
+            (1, "kind", Field::Str),
+            (2, "apiGroup", Field::Str),
+            (3, "name", Field::Str),
+            (4, "namespace", Field::Str),
+        ]),
+    ),
+    (3, "roleRef", Field::Msg(&[(1, "apiGroup", Field::Str), (2, "kind", Field::Str), (3, "name", Field::Str)])),
+];
+
 const SSRR: Schema =
     &[(1, "metadata", Field::Msg(OBJECT_META)), (2, "spec", Field::Msg(&[(1, "namespace", Field::Str)]))];
 
@@ -109,6 +230,11 @@ fn schema_for(api_version: &str, kind: &str) -> Option<Schema> {
         ("v1", "ConfigMap") => CONFIG_MAP,
         ("v1", "Namespace") => NAMESPACE,
         ("v1", "ServiceAccount") => SERVICE_ACCOUNT,
+        ("v1", "Service") => SERVICE,
+        ("v1", "Pod") => POD,
+        ("apps/v1", "Deployment") => DEPLOYMENT,
+        ("rbac.authorization.k8s.io/v1", "Role" | "ClusterRole") => ROLE,
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => ROLE_BINDING,
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => SSAR,
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => SSRR,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => SSR,
@@ -201,7 +327,29 @@ fn message(buf: &[u8], schema: Schema) -> Result<Value, KubeError> {
                     out.insert(name, json!(v as i64));
                 }
             }
+            (Field::OptInt, Wire::Varint(v)) => {
+                out.insert(name, json!(v as i64));
+            }
+            (Field::IntOrString, Wire::Bytes(b)) => {
+                let mut int = 0i64;
+                let mut text_value = None;
+                let mut is_string = false;
+                for (n, w) in fields(b)? {
+                    match (n, w) {
+                        (1, Wire::Varint(t)) => is_string = t == 1,
+                        (2, Wire::Varint(v)) => int = v as i64,
+                        (3, Wire::Bytes(s)) => text_value = Some(text(s)?),
+                        _ => {}
+                    }
+                }
+                out.insert(name, if is_string { json!(text_value.unwrap_or_default()) } else { json!(int) });
+            }
             (Field::Bool, Wire::Varint(v)) => {
+                if v != 0 {
+                    out.insert(name, json!(true));
+                }
+            }
+            (Field::OptBool, Wire::Varint(v)) => {
                 out.insert(name, json!(v != 0));
             }
             (Field::Msg(inner), Wire::Bytes(b)) => {
@@ -256,7 +404,7 @@ pub fn decode(body: &[u8]) -> Result<Value, KubeError> {
     }
     let schema = schema_for(&api_version, &kind).ok_or_else(|| {
         KubeError::unsupported_media_type(format!(
-            "the body of the request was in an unknown format - protobuf is accepted for Secret, ConfigMap, Namespace, ServiceAccount and the self-subject reviews, not {api_version} {kind}"
+            "the body of the request was in an unknown format - protobuf is accepted for Secret, ConfigMap, Namespace, ServiceAccount, Service, Pod, Deployment, RBAC roles and bindings and the self-subject reviews, not {api_version} {kind}"
         ))
     })?;
     let mut obj = message(raw, schema)?;

@@ -242,8 +242,30 @@ pub fn cells(res: &ResourceDef, obj: &Value) -> Vec<Value> {
                 json!(selector_text(&spec["selector"])),
             ]
         }
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+        ("apiextensions.k8s.io", "CustomResourceDefinition")
+        | ("rbac.authorization.k8s.io", "ClusterRole" | "Role") => {
             vec![name, md["creationTimestamp"].clone()]
+        }
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding" | "RoleBinding") => {
+            let subjects = |kind: &str| {
+                let names: Vec<String> = obj["subjects"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|s| s["kind"].as_str() == Some(kind))
+                    .map(|s| match (kind, s["namespace"].as_str()) {
+                        ("ServiceAccount", Some(ns)) => format!("{ns}/{}", s["name"].as_str().unwrap_or_default()),
+                        _ => s["name"].as_str().unwrap_or_default().to_string(),
+                    })
+                    .collect();
+                json!(names.join(", "))
+            };
+            let role = format!(
+                "{}/{}",
+                obj["roleRef"]["kind"].as_str().unwrap_or_default(),
+                obj["roleRef"]["name"].as_str().unwrap_or_default()
+            );
+            vec![name, json!(role), json!(created), subjects("User"), subjects("Group"), subjects("ServiceAccount")]
         }
         _ => vec![name, json!(created)],
     }
