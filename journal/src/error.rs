@@ -82,6 +82,18 @@ impl Error {
         matches!(self, Error::Sqlite { source, .. } if is_corrupt_file(source))
     }
 
+    /// Whether a stored row's columns could not be read as the journal writes them (a type or
+    /// an event's data changed behind its back).
+    pub fn is_unreadable_row(&self) -> bool {
+        matches!(
+            self,
+            Error::Sqlite {
+                source: rusqlite::Error::FromSqlConversionFailure(..) | rusqlite::Error::InvalidColumnType(..),
+                ..
+            }
+        )
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
         Error::Io { path: path.into(), source }
     }

@@ -12,7 +12,7 @@ use crate::connection::{self, Create};
 use crate::error::Error;
 use crate::keys::{self, Keys};
 use crate::lock::RunLock;
-use crate::records::{Holder, NewEvent, NewRun};
+use crate::records::{Holder, NewEvent, NewRun, VerifyProblem};
 use crate::schema;
 use crate::writer::JournalWriter;
 
@@ -65,9 +65,25 @@ impl Journal {
         // A key is only ever made for a journal that is being created: one that already holds a
         // schema without its key has lost it, and a new key would silently match nothing.
         let new_journal = schema::user_version(&write_conn, path)? == 0;
+        // The key is made together with the journal's schema. A key beside a journal without one
+        // means the database was emptied, truncated or replaced (every event gone at once), not
+        // a new journal: making a fresh schema would hide that.
+        if new_journal && keys::key_path(path).exists() && !schema_appears(&write_conn, path)? {
+            return Err(tampered(
+                path,
+                "the journal holds no schema and no events, but its key file exists: the database file was emptied, truncated or replaced (deleted?)",
+            ));
+        }
         let keys = Arc::new(Keys::load(path, create == Create::IfMissing && new_journal)?);
         connection::apply_pragmas(&write_conn, path)?;
         schema::migrate(&mut write_conn, path, &keys)?;
+        let missing = schema::missing_tables(&write_conn, path)?;
+        if !missing.is_empty() {
+            return Err(tampered(
+                path,
+                &format!("table(s) {} of the journal are missing (dropped?)", missing.join(", ")),
+            ));
+        }
         anchor::check_key(&write_conn, &keys, path)?;
 
         let reader = connection::open(path, Create::Never)?;
@@ -141,5 +157,26 @@ impl Journal {
     /// rolls back the open read), so a poisoned mutex is simply taken over.
     pub(crate) fn reader(&self) -> MutexGuard<'_, Connection> {
         self.reader.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Whether another process that just made the key is making the schema too: it publishes the
+/// key first and commits the schema a moment later, so a schema appearing shortly is a journal
+/// being created, and none appearing is one that was emptied.
+fn schema_appears(conn: &Connection, path: &Path) -> Result<bool, Error> {
+    for _ in 0..40 {
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        if schema::user_version(conn, path)? != 0 {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// A journal found altered while it was opened, before anything was read from it.
+fn tampered(path: &Path, message: &str) -> Error {
+    Error::Tampered {
+        path: path.to_path_buf(),
+        problems: vec![VerifyProblem { seq: None, run_id: None, message: message.to_string() }],
     }
 }

@@ -80,6 +80,23 @@ pub(crate) fn check_not_too_new(conn: &Connection, path: &Path) -> Result<(), Er
     Ok(())
 }
 
+/// The tables of the current schema that the file lacks: a journal at this version always has
+/// them all, so one that is missing was dropped.
+pub(crate) fn missing_tables(conn: &Connection, path: &Path) -> Result<Vec<&'static str>, Error> {
+    let mut missing = Vec::new();
+    for table in ["runs", "events", "anchor"] {
+        let found: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1", [table], |row| {
+                row.get(0)
+            })
+            .map_err(|e| Error::sqlite(path, e))?;
+        if found == 0 {
+            missing.push(table);
+        }
+    }
+    Ok(missing)
+}
+
 /// Brings the schema up to [`SCHEMA_VERSION`], one IMMEDIATE transaction per migration. The
 /// version is re-read inside each transaction because another process may be opening the same
 /// journal and migrating at the same moment.

@@ -274,6 +274,15 @@ fn check_exec_inputs(inputs: &Value) -> Vec<InputProblem> {
             if arg.as_str().is_some_and(|a| a.contains('\0')) {
                 problems.push(nul(format!("/argv/{i}"), &format!("argv[{i}]")));
             }
+            problems.extend(too_long(format!("/argv/{i}"), &format!("argv[{i}]"), arg));
+        }
+    }
+    if let Some(unless) = inputs.get("unless").and_then(Value::as_array) {
+        for (i, arg) in unless.iter().enumerate() {
+            if arg.as_str().is_some_and(|a| a.contains('\0')) {
+                problems.push(nul(format!("/unless/{i}"), &format!("unless[{i}]")));
+            }
+            problems.extend(too_long(format!("/unless/{i}"), &format!("unless[{i}]"), arg));
         }
     }
     if inputs
@@ -297,6 +306,7 @@ fn check_exec_inputs(inputs: &Value) -> Vec<InputProblem> {
                         .with_hint("flags are written as the program spells them, e.g. \"--name\" or \"-n\""),
                 );
             }
+            problems.extend(too_long(at.clone(), &format!("flag `{flag}`"), value));
             match value {
                 Value::String(text) if text.contains('\0') => problems.push(nul(at, &format!("flag `{flag}`"))),
                 Value::Array(_) | Value::Object(_) => problems.push(
@@ -316,6 +326,7 @@ fn check_exec_inputs(inputs: &Value) -> Vec<InputProblem> {
                         .with_hint("names are non-empty and hold no `=`, e.g. AZURE_CLIENT_ID"),
                 );
             }
+            problems.extend(too_long(at.clone(), &format!("env `{name}`"), value));
             match value {
                 Value::String(text) if text.contains('\0') => problems.push(nul(at, &format!("env `{name}`"))),
                 Value::String(_) => {}
@@ -338,6 +349,22 @@ fn check_exec_inputs(inputs: &Value) -> Vec<InputProblem> {
         );
     }
     problems
+}
+
+/// The longest single argument or environment entry Linux passes to a program (MAX_ARG_STRLEN,
+/// 32 pages, with its terminating NUL): a longer one fails the start with E2BIG.
+const MAX_ARG_BYTES: usize = 32 * 4096 - 1;
+
+/// A literal value no program could be started with; a reference is checked when the step runs.
+fn too_long(at: String, what: &str, value: &Value) -> Option<InputProblem> {
+    let text = known_text(value)?;
+    (text.len() > MAX_ARG_BYTES).then(|| {
+        InputProblem::new(
+            at,
+            format!("{what} is {} bytes, more than the {MAX_ARG_BYTES} one argument may have", text.len()),
+        )
+        .with_hint("hand long values over in a file (a template step writes one) and pass its path")
+    })
 }
 
 /// Kills the whole process group when dropped before the program finished (timeout, cancel,

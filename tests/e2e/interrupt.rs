@@ -161,6 +161,18 @@ fn sigterm_stops_the_run_kills_the_step_after_its_grace_and_leaves_no_orphan() {
     assert_recorded_cancelled(&env);
 }
 
+/// The terminal or session going away (SIGHUP) is a SIGTERM: nobody is left to press Ctrl-C.
+#[test]
+fn sighup_stops_the_run_and_records_it_like_sigterm() {
+    let env = TestEnv::new();
+    let (mut runner, program) = start_long_step(&env);
+    send(runner.id(), libc::SIGHUP);
+    let exit = runner.wait().expect("runner ends");
+    assert_eq!(exit.code(), Some(130), "the runner records and exits, not dies: {exit:?}");
+    wait_gone(program.0);
+    assert_recorded_cancelled(&env);
+}
+
 #[test]
 fn a_second_signal_kills_running_steps_at_once() {
     let env = TestEnv::new();

@@ -169,6 +169,9 @@ fn special_files_encodings_and_huge_inputs_are_refused_promptly() {
         }
         text
     };
+    // One argument over Linux's 128 KiB limit; and a line of 2 MiB (quoted nowhere, refused fast).
+    let long_arg = valid.replace("[\"true\"]", &format!("[\"echo\", \"{}\"]", "x".repeat(200 * 1024)));
+    let long_line = format!("{valid}bogus = \"{}\"\n", "y".repeat(2 * 1024 * 1024));
     let dev_zero_link = at("zero.toml");
     std::os::unix::fs::symlink("/dev/zero", &dev_zero_link).expect("symlink");
     std::fs::create_dir(at("directory.toml")).expect("mkdir");
@@ -183,6 +186,8 @@ fn special_files_encodings_and_huge_inputs_are_refused_promptly() {
         ("runbook is UTF-16 with a BOM", write("utf16.toml", &utf16), Some(1)),
         ("runbook is UTF-16 without a BOM", write("utf16-no-bom.toml", &utf16_no_bom), Some(1)),
         ("runbook is not UTF-8", write("latin1.toml", &bad_utf8), Some(3)),
+        ("an argument longer than a program can be given", write("long-arg.toml", long_arg.as_bytes()), Some(6)),
+        ("a 2 MiB line", write("long-line.toml", long_line.as_bytes()), Some(7)),
     ];
     for (case, file, line) in &runbook_cases {
         for command in ["plan", "run"] {
@@ -291,4 +296,27 @@ inputs.path = "${vars.target}"
     assert_eq!(out.code, 3, "{}", out.all());
     assert!(out.all().contains("leaves the run's working directory"), "{}", out.all());
     assert!(!env.path().join("escaped.txt").exists(), "the file was written outside the working directory");
+}
+
+/// `import` reads a file someone else sent: a FIFO must not block it, a device must not feed it
+/// forever, and neither may leave a journal behind.
+#[test]
+fn import_refuses_special_files_promptly() {
+    let inputs = tempfile::tempdir().expect("temp dir");
+    let fifo = inputs.path().join("handoff.fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs").success());
+    let key = inputs.path().join("trusted.pub");
+    std::fs::write(&key, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOcaGCvbOUQ8L6GL4mLlOY0Ts2wU6FlYmhsw2L/tbXmH x\n")
+        .unwrap();
+    for (case, file) in [
+        ("a FIFO", fifo.clone()),
+        ("a device", PathBuf::from("/dev/zero")),
+        ("a directory", inputs.path().to_path_buf()),
+    ] {
+        let env = TestEnv::new();
+        let out = run_bounded(&env, &["import", file.to_str().unwrap(), "--trust", key.to_str().unwrap()]);
+        assert_eq!(out.code, 2, "{case}: {}", out.all());
+        assert!(out.stderr.contains("not a regular file"), "{case}: {}", out.stderr);
+        assert!(contents(env.path()).is_empty(), "{case}: files were written: {:?}", contents(env.path()));
+    }
 }

@@ -176,3 +176,105 @@ fn plan_and_run_give_the_same_decision_and_reason() {
     let started = env.step_events("step_started", "make");
     assert_eq!(started.last().unwrap()["reason"], planned.as_str());
 }
+
+/// What the journal holds, whatever is left of it: its schema version, each table with its row
+/// count, and the key file (SQLite may fold its write-ahead log into the file on open; that
+/// changes bytes, not what is recorded).
+fn journal_contents(env: &TestEnv) -> (i64, Vec<(String, i64)>, Option<Vec<u8>>) {
+    let db = rusqlite::Connection::open(env.journal()).unwrap();
+    let version: i64 = db.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    let tables: Vec<String> = db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let counts = tables
+        .into_iter()
+        .map(|t| {
+            let rows: i64 = db.query_row(&format!("SELECT count(*) FROM \"{t}\""), [], |r| r.get(0)).unwrap();
+            (t, rows)
+        })
+        .collect();
+    (version, counts, std::fs::read(env.path().join("journal.db.key")).ok())
+}
+
+/// [`every_reader_refuses`] for a journal whose tables may be gone: nothing on disk changes.
+fn every_reader_refuses_untouched(env: &TestEnv, runbook: &str, expect: &str) {
+    let before = journal_contents(env);
+    let log_before = env.log("log");
+    for args in [
+        vec!["audit", "--verify"],
+        vec!["audit"],
+        vec!["resume"],
+        vec!["run", runbook],
+        vec!["plan", runbook],
+        vec!["status"],
+        vec!["outputs"],
+        vec!["get", "make.id"],
+        vec!["timeline"],
+        vec!["verify"],
+    ] {
+        let out = env.run(&args);
+        assert_eq!(out.code, 6, "`{}` must refuse the journal:\n{}", args.join(" "), out.all());
+        assert!(out.all().contains(expect), "`{}` must say what was found ({expect}):\n{}", args.join(" "), out.all());
+        assert!(!out.all().contains("panicked"), "{}", out.all());
+        assert!(journal_contents(env) == before, "`{}` changed the journal", args.join(" "));
+    }
+    assert_eq!(env.log("log"), log_before, "a step ran");
+}
+
+#[test]
+fn a_truncated_emptied_or_missing_key_file_is_refused() {
+    let env = TestEnv::new();
+    let runbook = failed_run(&env);
+    let key = env.path().join("journal.db.key");
+    let original = std::fs::read(&key).unwrap();
+    for (bytes, expect) in [(&original[..16], "holds 16 bytes"), (&original[..0], "holds 0 bytes")] {
+        std::fs::write(&key, bytes).unwrap();
+        every_reader_refuses_untouched(&env, &runbook, expect);
+    }
+    std::fs::remove_file(&key).unwrap();
+    every_reader_refuses_untouched(&env, &runbook, "is missing");
+    assert!(!key.exists(), "no new key was made for the journal");
+}
+
+#[test]
+fn an_emptied_database_beside_its_key_is_refused_not_started_afresh() {
+    let env = TestEnv::new();
+    let runbook = failed_run(&env);
+    // Fold the write-ahead log into the file first, so emptying the file loses everything.
+    let db = rusqlite::Connection::open(env.journal()).unwrap();
+    let _: String = db.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0)).unwrap();
+    drop(db);
+    std::fs::write(env.journal(), b"").unwrap();
+    every_reader_refuses_untouched(&env, &runbook, "emptied, truncated or replaced");
+}
+
+#[test]
+fn a_dropped_table_is_refused() {
+    for table in ["anchor", "events", "runs"] {
+        let env = TestEnv::new();
+        let runbook = failed_run(&env);
+        tamper(&env, &format!("DROP TABLE {table};"));
+        every_reader_refuses_untouched(&env, &runbook, &format!("table(s) {table} of the journal are missing"));
+    }
+}
+
+/// A row whose kind names another event, or whose data was copied from another row: its hash
+/// fails, and no reader stops at the data it cannot decode with an internal error instead.
+#[test]
+fn a_changed_event_kind_or_copied_row_data_is_refused() {
+    for sql in [
+        "UPDATE events SET kind = 'step_skipped' WHERE seq = (SELECT MIN(seq) FROM events WHERE kind = 'step_finished')",
+        "UPDATE events SET data = (SELECT data FROM events WHERE seq = 1) WHERE seq = 2",
+    ] {
+        let env = TestEnv::new();
+        let runbook = failed_run(&env);
+        tamper(&env, sql);
+        every_reader_refuses_untouched(&env, &runbook, "event");
+        let verify = env.run(&["audit", "--verify"]);
+        assert!(verify.all().contains("hash does not match the event's content (altered?)"), "{}", verify.all());
+    }
+}

@@ -376,3 +376,104 @@ inputs.values = {{ token = "${{steps.fetch.token}}" }}
     assert_kept_secret(&env, &[ANSWERED, escaped], &printed);
     assert_eq!(std::fs::read_to_string(env.path().join("out/token.txt")).unwrap(), ANSWERED);
 }
+
+/// A secret with characters a URL percent-encodes and upper-case letters a host name loses.
+const ENCODED: &str = "Echo Secret/Value+99 Mixed";
+
+/// An HTTP server on loopback answering every request with 400 and the request itself as the
+/// body, as a service does that echoes what it was sent in its error.
+fn echoing() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0u8; 4096];
+            let read = stream.read(&mut request).unwrap_or(0);
+            let body = String::from_utf8_lossy(&request[..read]).into_owned();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// The request a step sends holds the secret in the spelling the URL gives it (percent-encoded);
+/// an error that echoes the request, or names the URL, must not carry it out in that spelling.
+#[test]
+fn a_secret_in_a_url_is_scrubbed_in_its_encoded_spelling_too() {
+    let env = TestEnv::new();
+    let url = echoing();
+    let runbook = env.write(
+        "echo.toml",
+        &format!(
+            r#"
+[runbook]
+name = "echo-secret"
+
+[vars.token]
+secret = true
+
+[[steps]]
+id = "query"
+kind = "http"
+retry = {{ attempts = 1 }}
+inputs.url = "{url}/check/${{vars.token}}?key=${{vars.token}}"
+"#
+        ),
+    );
+    let run = env.run(&["run", runbook.to_str().unwrap(), "--var", &format!("token={ENCODED}")]);
+    assert_eq!(run.code, 4, "the status check fails: {}", run.all());
+    let evidence = env.step_events("step_finished", "query")[0].to_string();
+    assert!(
+        evidence.contains("GET /check/<redacted>?key=<redacted>"),
+        "the echoed request is kept, scrubbed: {evidence}"
+    );
+    let mut printed = run.all();
+    printed
+        .push_str(&inspect_everything(&env, &[&["timeline", "--format", "html"], &["timeline", "--format", "chrome"]]));
+    let spellings = [
+        ENCODED.to_string(),
+        ENCODED.replace(' ', "%20"),
+        ENCODED.replace(' ', "%20").replace('/', "%2F"),
+        ENCODED.replace(' ', "+"),
+        ENCODED.to_lowercase(),
+    ];
+    let spellings: Vec<&str> = spellings.iter().map(String::as_str).collect();
+    assert_kept_secret(&env, &spellings, &printed);
+    assert!(printed.contains("<redacted>"), "{printed}");
+}
+
+/// `run` checks the programs its steps start before anything runs; a program named by a secret
+/// is reported missing without being named.
+#[test]
+fn the_checks_before_a_run_never_name_a_secret() {
+    let env = TestEnv::new();
+    let runbook = env.write(
+        "program.toml",
+        r#"
+[runbook]
+name = "secret-program"
+
+[vars.token]
+secret = true
+
+[[steps]]
+id = "p"
+kind = "exec"
+inputs.argv = ["${vars.token}", "--version"]
+"#,
+    );
+    for args in [vec!["run", runbook.to_str().unwrap()], vec!["doctor", runbook.to_str().unwrap()]] {
+        let mut args = args.clone();
+        args.extend(["--var", "token=NoSuchProgram-Secret-0042"]);
+        let out = env.run(&args);
+        assert_eq!(out.code, 2, "{}", out.all());
+        assert!(out.all().contains("<redacted>"), "{}", out.all());
+        assert!(!out.all().contains("NoSuchProgram-Secret-0042"), "the secret was printed:\n{}", out.all());
+    }
+}

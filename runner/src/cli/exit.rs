@@ -136,6 +136,19 @@ impl From<runbook_journal::Error> for CliError {
                 message: e.to_string(),
                 hint: "restore the key file that was created with this journal; nothing was changed".into(),
             },
+            e @ runbook_journal::Error::Key(_) => CliError::Journal {
+                message: e.to_string(),
+                hint: "restore the key file that was created with this journal (32 bytes, mode 0600); nothing was read or changed".into(),
+            },
+            e @ runbook_journal::Error::Corrupt(_) => CliError::Journal {
+                message: e.to_string(),
+                hint: "nothing was appended; `runbook audit --verify` lists every problem".into(),
+            },
+            // A stored row whose columns cannot be read as the journal wrote them.
+            e if e.is_unreadable_row() => CliError::Journal {
+                message: format!("{e}: a stored row cannot be read (altered?): {}", std::error::Error::source(&e).map(ToString::to_string).unwrap_or_default()),
+                hint: "nothing was decided from it or appended; `runbook audit --verify` lists every problem".into(),
+            },
             e if e.is_corruption() => CliError::Journal {
                 message: format!("{e}: the database file is damaged"),
                 hint: "nothing was appended; `runbook audit --verify` shows what is damaged; restore the journal from a copy".into(),

@@ -114,11 +114,15 @@ fn made_on(handoff: &Handoff) -> Vec<runbook_steps::AzureTarget> {
     targets
 }
 
+/// Far above any hand-off (values and a few small files); a FIFO or a device is never read.
+const MAX_HANDOFF_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Checks and takes `args.file` into the journal at `journal_path` (created if missing, and
 /// only once every check passed); returns what was done and the file's SHA-256.
 pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Imported, String)> {
     let file = &args.file;
-    let bytes = std::fs::read(file).map_err(|e| CliError::user(format!("cannot read `{}`: {e}", file.display())))?;
+    let bytes = crate::model::read::read_bytes(file, "hand-off file", MAX_HANDOFF_BYTES)
+        .map_err(|p| CliError::user_hint(format!("{}: {}", p.file, p.message), p.hint.unwrap_or_default()))?;
     let file_sha256 = hex::encode(Sha256::digest(&bytes));
 
     let trusted = signing::trusted_keys(&args.trust, args.trusted_keys.as_deref()).map_err(CliError::user)?;

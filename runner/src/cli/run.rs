@@ -695,7 +695,7 @@ async fn execute(
 /// and by then the runner must have killed its programs and recorded where the run stands.
 const SIGTERM_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// First Ctrl-C or SIGTERM: stop starting steps. After a Ctrl-C running steps may finish (the
+/// First Ctrl-C or SIGTERM (or SIGHUP): stop starting steps. After a Ctrl-C running steps may finish (the
 /// operator is there to press it again); after a SIGTERM they get [`SIGTERM_GRACE`]. Then, or at
 /// a second signal of either kind, their process groups are killed and the run is recorded as
 /// cancelled. The process exits shortly after even if something hangs.
@@ -709,10 +709,13 @@ fn spawn_signal_handler(
         |kind: SignalKind| signal(kind).map_err(|e| CliError::Internal(anyhow::anyhow!("cannot handle signals: {e}")));
     let mut interrupt = listen(SignalKind::interrupt())?;
     let mut terminate = listen(SignalKind::terminate())?;
+    // The terminal or session going away: nobody is there to press Ctrl-C again, as with SIGTERM.
+    let mut hangup = listen(SignalKind::hangup())?;
     Ok(tokio::spawn(async move {
         let terminated = tokio::select! {
             Some(()) = interrupt.recv() => false,
             Some(()) = terminate.recv() => true,
+            Some(()) = hangup.recv() => true,
             else => return,
         };
         graceful.cancel();
@@ -721,6 +724,7 @@ fn spawn_signal_handler(
         tokio::select! {
             _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
+            _ = hangup.recv() => {}
             () = grace => {}
         }
         hard.cancel();

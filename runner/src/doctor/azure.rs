@@ -235,8 +235,13 @@ mod tests {
         );
         let rg =
             arm("rg", json!({"action": "ensure", "id": "/subscriptions/{subscription}/resourceGroups/${vars.p}-rg"}));
-        let subject =
-            Subject { runbook: "t".into(), steps: vec![rg, account], work_dir: ".".into(), unknown: Vec::new() };
+        let subject = Subject {
+            runbook: "t".into(),
+            steps: vec![rg, account],
+            work_dir: ".".into(),
+            unknown: Vec::new(),
+            secrets: Vec::new(),
+        };
         let op = |inputs: Value| operation_of(&arm("s", inputs), &subject);
         assert_eq!(
             op(json!({"action": "ensure", "id": "/subscriptions/{subscription}/resourceGroups/${vars.p}-rg"})),

@@ -87,6 +87,7 @@ mod tests {
                 .collect(),
             work_dir: ".".into(),
             unknown: Vec::new(),
+            secrets: Vec::new(),
         }
     }
 

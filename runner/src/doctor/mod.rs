@@ -72,6 +72,12 @@ pub async fn checks(
         checks.extend(kube::check_kube(subject, kind.as_ref()).await);
     }
     checks.extend(azure::check_azure(subject, azure).await);
+    let redactor = crate::engine::redact::Redactor::new(subject.secrets.iter().cloned());
+    for check in &mut checks {
+        check.what = redactor.text(&check.what);
+        check.found = redactor.text(&check.found);
+        check.hint = check.hint.as_deref().map(|hint| redactor.text(hint));
+    }
     checks
 }
 

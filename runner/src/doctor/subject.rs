@@ -27,6 +27,18 @@ pub struct Subject {
     /// Why some values could not be known (a variable without a value, no journal with the
     /// required values): checks that need them are skipped, never passed.
     pub unknown: Vec<String>,
+    /// The secret values among the inputs, scrubbed from every check's text (a program named
+    /// by a secret variable is still reported, never shown).
+    pub secrets: Vec<String>,
+}
+
+/// Every secret variable's texts, whether its value was given or is its default.
+fn secret_texts(runbook: &Runbook, vars: &VarValues) -> Vec<String> {
+    vars.values
+        .iter()
+        .filter(|(name, _)| vars.secret.contains(*name) || runbook.file.vars.get(*name).is_some_and(|spec| spec.secret))
+        .flat_map(|(_, value)| crate::engine::redact::secret_texts(value))
+        .collect()
 }
 
 /// Whether an input still holds a reference nothing before the run can fill in.
@@ -79,7 +91,13 @@ impl Subject {
                 }
             })
             .collect();
-        Subject { runbook: runbook.name().to_string(), steps, work_dir: work_dir.to_path_buf(), unknown: Vec::new() }
+        Subject {
+            runbook: runbook.name().to_string(),
+            steps,
+            work_dir: work_dir.to_path_buf(),
+            unknown: Vec::new(),
+            secrets: secret_texts(runbook, vars),
+        }
     }
 
     /// For `runbook doctor`, which may be asked before the values or the journal a run needs
@@ -148,6 +166,7 @@ impl Subject {
                     .collect(),
                 work_dir: work_dir.to_path_buf(),
                 unknown,
+                secrets: secret_texts(runbook, &values),
             },
         }
     }

@@ -22,13 +22,49 @@ pub fn secret_texts(value: &Value) -> Vec<String> {
     }
 }
 
-/// A secret as written and, when it differs, as it appears inside a JSON string (a response
-/// body or a program's JSON output escapes quotes, backslashes and control characters), so an
-/// escaped copy in evidence is scrubbed too.
+/// The spellings of a secret that are scrubbed: as written; as it appears inside a JSON string (a
+/// response body or a program's JSON output escapes quotes, backslashes and control characters);
+/// percent-encoded as a URL's query, path or user info or a form encodes it; lower-cased, as a
+/// URL's host is; and in base64, as a Kubernetes Secret's `data` or a Basic credential holds
+/// it. An error that echoes a request (a URL, a body) thus cannot carry it out in another form.
 fn spellings(secret: String) -> Vec<String> {
-    let quoted = serde_json::to_string(&secret).expect("a string serializes");
-    let escaped = quoted[1..quoted.len() - 1].to_string();
-    if escaped == secret { vec![secret] } else { vec![secret, escaped] }
+    use base64::Engine;
+    use percent_encoding::{AsciiSet, CONTROLS, NON_ALPHANUMERIC, utf8_percent_encode};
+    const QUERY: &AsciiSet = &CONTROLS.add(b' ').add(b'"').add(b'#').add(b'<').add(b'>').add(b'\'');
+    const PATH: &AsciiSet = &QUERY.add(b'?').add(b'`').add(b'{').add(b'}');
+    const USERINFO: &AsciiSet =
+        &PATH.add(b'/').add(b':').add(b';').add(b'=').add(b'@').add(b'[').add(b'\\').add(b']').add(b'^').add(b'|');
+    if secret.is_empty() {
+        return Vec::new();
+    }
+    let mut forms = vec![secret.clone()];
+    for set in [QUERY, PATH, USERINFO, NON_ALPHANUMERIC] {
+        forms.push(utf8_percent_encode(&secret, set).to_string());
+    }
+    forms.push(form_urlencoded::byte_serialize(secret.as_bytes()).collect());
+    // Short secrets would make these match ordinary text.
+    if secret.len() >= 8 {
+        forms.push(secret.to_lowercase());
+    }
+    if secret.len() >= 4 {
+        let engines = [
+            &base64::engine::general_purpose::STANDARD,
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+            &base64::engine::general_purpose::URL_SAFE,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ];
+        forms.extend(engines.iter().map(|engine| engine.encode(secret.as_bytes())));
+    }
+    let mut all: Vec<String> = Vec::new();
+    for form in forms {
+        let quoted = serde_json::to_string(&form).expect("a string serializes");
+        for spelling in [form, quoted[1..quoted.len() - 1].to_string()] {
+            if !all.contains(&spelling) {
+                all.push(spelling);
+            }
+        }
+    }
+    all
 }
 
 impl Redactor {
@@ -96,5 +132,21 @@ mod tests {
         let mut added = Redactor::default();
         added.add_value(&serde_json::json!(["line\nbreak"]));
         assert_eq!(added.text(r#"{"t":"line\nbreak"}"#), r#"{"t":"<redacted>"}"#);
+    }
+
+    #[test]
+    fn a_secret_is_scrubbed_as_a_url_a_host_and_base64_give_it() {
+        let redactor = Redactor::new(["Pa ss/w+rd&Key".to_string()]);
+        for text in [
+            "https://h/x?key=Pa%20ss/w+rd&Key",
+            "https://h/x?key=Pa+ss%2Fw%2Brd%26Key",
+            "https://h/Pa%20ss%2Fw%2Brd%26Key",
+            "https://pa ss/w+rd&key.example",
+            "data: UGEgc3MvdytyZCZLZXk=",
+        ] {
+            let scrubbed = redactor.text(text);
+            assert!(scrubbed.contains(REDACTED), "{text} -> {scrubbed}");
+            assert!(!scrubbed.contains("ss"), "{text} -> {scrubbed}");
+        }
     }
 }

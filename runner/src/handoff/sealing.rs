@@ -18,7 +18,7 @@ impl Recipient {
         if let Some(recipient) = Recipient::parse_key(arg.trim()) {
             return Ok(recipient);
         }
-        let text = std::fs::read_to_string(arg)
+        let text = crate::model::read::read_small_text(std::path::Path::new(arg), "public key file")
             .map_err(|e| format!("`{arg}` is neither an age or SSH public key nor a readable file holding one: {e}"))?;
         let line = text
             .lines()
@@ -68,8 +68,7 @@ enum Inner {
 impl Identity {
     /// An age identity file (`AGE-SECRET-KEY-1…`) or an unencrypted OpenSSH private key.
     pub fn load(path: &Path) -> Result<Identity, String> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read the identity `{}`: {e}", path.display()))?;
+        let text = crate::model::read::read_small_text(path, "identity")?;
         if let Some(line) = text.lines().map(str::trim).find(|l| l.starts_with("AGE-SECRET-KEY-")) {
             let identity = age::x25519::Identity::from_str(line)
                 .map_err(|e| format!("`{}` holds an unreadable age key: {e}", path.display()))?;

@@ -9,7 +9,8 @@ use crate::handoff::format::NAMESPACE;
 
 /// The exporter's key, read from an OpenSSH private key file.
 pub fn load_signing_key(path: &Path) -> Result<PrivateKey, String> {
-    let key = PrivateKey::read_openssh_file(path)
+    let text = crate::model::read::read_small_text(path, "SSH private key")?;
+    let key = PrivateKey::from_openssh(&text)
         .map_err(|e| format!("cannot read the SSH private key `{}`: {e}", path.display()))?;
     if key.is_encrypted() {
         return Err(format!(
@@ -37,7 +38,7 @@ pub fn parse_public_key(arg: &str) -> Result<PublicKey, String> {
     if let Ok(key) = PublicKey::from_openssh(arg.trim()) {
         return Ok(key);
     }
-    let text = std::fs::read_to_string(arg)
+    let text = crate::model::read::read_small_text(Path::new(arg), "SSH public key file")
         .map_err(|e| format!("`{arg}` is neither an SSH public key nor a readable file holding one: {e}"))?;
     let keys = parse_key_lines(&text).map_err(|e| format!("`{arg}`: {e}"))?;
     keys.into_iter().next().ok_or_else(|| format!("`{arg}` holds no SSH public key"))
@@ -57,8 +58,7 @@ fn parse_key_lines(text: &str) -> Result<Vec<PublicKey>, String> {
 pub fn trusted_keys(trust: &[String], file: Option<&Path>) -> Result<Vec<PublicKey>, String> {
     let mut keys = trust.iter().map(|arg| parse_public_key(arg)).collect::<Result<Vec<_>, _>>()?;
     if let Some(file) = file {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("cannot read the trusted-keys file `{}`: {e}", file.display()))?;
+        let text = crate::model::read::read_small_text(file, "trusted-keys file")?;
         keys.extend(parse_key_lines(&text).map_err(|e| format!("trusted-keys file `{}`: {e}", file.display()))?);
     }
     Ok(keys)

@@ -72,8 +72,11 @@ impl Problem {
     }
 
     fn render_as(&self, diagnostic: Diagnostic<()>, severity: &str) -> String {
-        let Some(source) = &self.source else {
-            let mut out = format!("{severity}: {}: {}\n", self.file, self.message);
+        let Some(source) = self.source.as_ref().filter(|s| snippet_lines_len(&s.text, &self.span) <= MAX_SNIPPET)
+        else {
+            let place =
+                if self.line > 0 { format!("{}:{}:{}", self.file, self.line, self.column) } else { self.file.clone() };
+            let mut out = format!("{severity}: {place}: {}\n", self.message);
             if let Some(hint) = &self.hint {
                 out.push_str(&format!("  = hint: {hint}\n"));
             }
@@ -94,6 +97,19 @@ impl Problem {
         term::emit_into_string(&term::Config::default(), &files, &diagnostic)
             .unwrap_or_else(|_| format!("{severity}: {}:{}:{}: {}\n", self.file, self.line, self.column, self.message))
     }
+}
+
+/// Lines longer than this (a value pasted on one line, a minified document) are not quoted under
+/// the message: the place is enough, and quoting megabytes helps nobody.
+const MAX_SNIPPET: usize = 2000;
+
+/// The length of the lines `span` covers, whole.
+fn snippet_lines_len(text: &str, span: &Range<usize>) -> usize {
+    let bytes = text.as_bytes();
+    let start = bytes[..span.start.min(bytes.len())].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let end_from = span.end.clamp(start, bytes.len());
+    let end = bytes[end_from..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| end_from + i);
+    end - start
 }
 
 impl std::fmt::Display for Problem {

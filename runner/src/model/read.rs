@@ -14,6 +14,22 @@ pub const MAX_INPUT_BYTES: u64 = 4 * 1024 * 1024;
 
 /// The text of `path`, read as `what` ("runbook", "vars file", …); every refusal names the file.
 pub fn read_text(path: &Path, what: &str) -> Result<String, Problem> {
+    let bytes = read_bytes(path, what, MAX_INPUT_BYTES)?;
+    decode(path, bytes, what)
+}
+
+/// A small text file given on the command line (a key, a list of keys), as [`read_text`] reads
+/// it; the refusal as one line for callers that report plain text.
+pub fn read_small_text(path: &Path, what: &str) -> Result<String, String> {
+    read_text(path, what).map_err(|p| match p.hint {
+        Some(hint) => format!("{}: {} ({hint})", p.file, p.message),
+        None => format!("{}: {}", p.file, p.message),
+    })
+}
+
+/// The bytes of `path`, read as `what`: a regular file (a FIFO would block, a device never end)
+/// of at most `limit` bytes; every refusal names the file.
+pub fn read_bytes(path: &Path, what: &str, limit: u64) -> Result<Vec<u8>, Problem> {
     let shown = path.display().to_string();
     let refuse = |message: String, hint: &str| Problem::without_file(&shown, message).with_hint(hint);
     let metadata = std::fs::metadata(path).map_err(|e| refuse(format!("cannot read {what}: {e}"), "check the path"))?;
@@ -23,12 +39,9 @@ pub fn read_text(path: &Path, what: &str) -> Result<String, Problem> {
             "give the path of a file",
         ));
     }
-    if metadata.len() > MAX_INPUT_BYTES {
+    if metadata.len() > limit {
         return Err(refuse(
-            format!(
-                "cannot read {what}: it is {} bytes, more than the {MAX_INPUT_BYTES} a {what} may have",
-                metadata.len()
-            ),
+            format!("cannot read {what}: it is {} bytes, more than the {limit} a {what} may have", metadata.len()),
             "is this the right file?",
         ));
     }
@@ -43,16 +56,16 @@ pub fn read_text(path: &Path, what: &str) -> Result<String, Problem> {
         return Err(refuse(format!("cannot read {what}: it is not a regular file"), "give the path of a file"));
     }
     let mut bytes = Vec::new();
-    file.take(MAX_INPUT_BYTES + 1)
+    file.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| refuse(format!("cannot read {what}: {e}"), "check the file"))?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
+    if bytes.len() as u64 > limit {
         return Err(refuse(
-            format!("cannot read {what}: it grew past {MAX_INPUT_BYTES} bytes while read"),
+            format!("cannot read {what}: it grew past {limit} bytes while read"),
             "is this the right file?",
         ));
     }
-    decode(path, bytes, what)
+    Ok(bytes)
 }
 
 /// UTF-8 text, or a problem at the first byte that is not (UTF-16 is named as such).

@@ -38,6 +38,8 @@ impl SourceFile {
 pub struct Spans {
     value: HashMap<String, Range<usize>>,
     key: HashMap<String, Range<usize>>,
+    /// Where `nan` or `inf` was written: no setting takes one.
+    not_finite: Vec<Range<usize>>,
 }
 
 impl Spans {
@@ -95,6 +97,16 @@ pub fn parse_toml(file: Arc<SourceFile>) -> Result<Document, Vec<Problem>> {
     let span = table.span();
     spans.value.insert(String::new(), span);
     let value = convert_table(table.get_ref(), "", &mut spans);
+    if !spans.not_finite.is_empty() {
+        return Err(spans
+            .not_finite
+            .iter()
+            .map(|span| {
+                Problem::new(&file, span.clone(), "`nan` and `inf` are not values any setting takes")
+                    .with_hint("write a number, or a quoted string if text was meant")
+            })
+            .collect());
+    }
     Ok(Document { file, value, spans })
 }
 
@@ -124,7 +136,14 @@ fn convert_value(value: &DeValue<'_>, pointer: &str, spans: &mut Spans) -> Value
             };
             parsed.map(Value::from).unwrap_or(Value::String(text))
         }
-        DeValue::Float(f) => f.as_str().replace('_', "").parse::<f64>().map(Value::from).unwrap_or(Value::Null),
+        DeValue::Float(f) => match f.as_str().replace('_', "").parse::<f64>() {
+            Ok(number) if number.is_finite() => Value::from(number),
+            // JSON has no nan or inf: never let one pass as an absent value.
+            _ => {
+                spans.not_finite.push(spans.value(pointer));
+                Value::Null
+            }
+        },
         DeValue::Boolean(b) => Value::Bool(*b),
         DeValue::Datetime(d) => Value::String(d.to_string()),
         DeValue::Array(items) => Value::Array(
@@ -167,5 +186,12 @@ mod tests {
         let problems = parse_toml(file).unwrap_err();
         assert!(!problems.is_empty());
         assert_eq!(problems[0].line, 2);
+    }
+
+    #[test]
+    fn nan_and_inf_are_problems_not_absent_values() {
+        let problems = parse_toml(SourceFile::new("t.toml", "a = 1\nb = nan\nc = [1.0, -inf]\n")).unwrap_err();
+        let places: Vec<(usize, usize)> = problems.iter().map(|p| (p.line, p.column)).collect();
+        assert_eq!(places, [(2, 5), (3, 11)]);
     }
 }
