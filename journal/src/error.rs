@@ -13,6 +13,10 @@ pub enum Error {
     #[error("journal `{}` does not exist", .0.display())]
     NotFound(PathBuf),
 
+    /// The path names something that cannot hold a journal (a directory, a FIFO, a device).
+    #[error("journal `{}` is {what}, not a journal file", path.display())]
+    NotAFile { path: PathBuf, what: &'static str },
+
     #[error(
         "journal `{}` has schema version {found}, but this build supports up to {supported}; upgrade runbook",
         path.display()
@@ -110,6 +114,7 @@ impl Error {
                 Error::Io { path: path.clone(), source: std::io::Error::new(source.kind(), source.to_string()) }
             }
             Error::NotFound(path) => Error::NotFound(path.clone()),
+            Error::NotAFile { path, what } => Error::NotAFile { path: path.clone(), what },
             Error::SchemaTooNew { path, found, supported } => {
                 Error::SchemaTooNew { path: path.clone(), found: *found, supported: *supported }
             }

@@ -58,6 +58,23 @@ impl Journal {
         // One database, one key and one lock, whatever path (symlink) it was reached through.
         let real = std::fs::canonicalize(path).ok();
         let path = real.as_deref().unwrap_or(path);
+        // SQLite would block on a FIFO, fail obscurely on a directory, and read a device.
+        if let Ok(metadata) = std::fs::metadata(path)
+            && !metadata.is_file()
+        {
+            use std::os::unix::fs::FileTypeExt;
+            let kind = metadata.file_type();
+            let what = if kind.is_dir() {
+                "a directory"
+            } else if kind.is_fifo() {
+                "a FIFO"
+            } else if kind.is_char_device() || kind.is_block_device() {
+                "a device"
+            } else {
+                "not a regular file"
+            };
+            return Err(Error::NotAFile { path: path.to_path_buf(), what });
+        }
         let mut write_conn = connection::open(path, create)?;
         // Before the pragmas: switching to WAL rewrites the file header, and a journal from a
         // newer build must be left exactly as it was.

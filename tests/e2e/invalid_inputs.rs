@@ -39,8 +39,13 @@ fn expectations(path: &Path) -> Vec<(usize, String)> {
 
 /// Runs the binary, failing the test when it does not finish within [`CASE_LIMIT`].
 fn run_bounded(env: &TestEnv, args: &[&str]) -> Run {
+    run_bounded_on(env, &env.journal(), args)
+}
+
+/// [`run_bounded`] on the journal at `journal`.
+fn run_bounded_on(env: &TestEnv, journal: &Path, args: &[&str]) -> Run {
     let mut child = env
-        .command(args)
+        .command_on(journal, args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -169,9 +174,9 @@ fn special_files_encodings_and_huge_inputs_are_refused_promptly() {
         }
         text
     };
-    // One argument over Linux's 128 KiB limit; and a line of 2 MiB (quoted nowhere, refused fast).
+    // One argument over Linux's 128 KiB limit; and a line of 512 KiB (refused without quoting it).
     let long_arg = valid.replace("[\"true\"]", &format!("[\"echo\", \"{}\"]", "x".repeat(200 * 1024)));
-    let long_line = format!("{valid}bogus = \"{}\"\n", "y".repeat(2 * 1024 * 1024));
+    let long_line = format!("{valid}bogus = \"{}\"\n", "y".repeat(512 * 1024));
     let dev_zero_link = at("zero.toml");
     std::os::unix::fs::symlink("/dev/zero", &dev_zero_link).expect("symlink");
     std::fs::create_dir(at("directory.toml")).expect("mkdir");
@@ -187,7 +192,7 @@ fn special_files_encodings_and_huge_inputs_are_refused_promptly() {
         ("runbook is UTF-16 without a BOM", write("utf16-no-bom.toml", &utf16_no_bom), Some(1)),
         ("runbook is not UTF-8", write("latin1.toml", &bad_utf8), Some(3)),
         ("an argument longer than a program can be given", write("long-arg.toml", long_arg.as_bytes()), Some(6)),
-        ("a 2 MiB line", write("long-line.toml", long_line.as_bytes()), Some(7)),
+        ("a 512 KiB line", write("long-line.toml", long_line.as_bytes()), Some(7)),
     ];
     for (case, file, line) in &runbook_cases {
         for command in ["plan", "run"] {
@@ -319,4 +324,29 @@ fn import_refuses_special_files_promptly() {
         assert!(out.stderr.contains("not a regular file"), "{case}: {}", out.stderr);
         assert!(contents(env.path()).is_empty(), "{case}: files were written: {:?}", contents(env.path()));
     }
+}
+
+/// `--journal` naming something that cannot be a journal: a user error, at once, creating nothing.
+#[test]
+fn a_journal_path_that_is_not_a_file_is_a_user_error() {
+    let inputs = tempfile::tempdir().expect("temp dir");
+    let fifo = inputs.path().join("journal.fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo runs").success());
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/vars-target.toml");
+    for (case, journal) in [
+        ("a FIFO", fifo.clone()),
+        ("a device", PathBuf::from("/dev/zero")),
+        ("a directory", inputs.path().to_path_buf()),
+    ] {
+        for args in
+            [vec!["status"], vec!["audit", "--verify"], vec!["run", target.to_str().unwrap(), "--var", "name=ok"]]
+        {
+            let env = TestEnv::new();
+            let out = run_bounded_on(&env, &journal, &args);
+            assert_eq!(out.code, 2, "{case} {args:?}: {}", out.all());
+            assert!(out.stderr.contains("not a journal file"), "{case} {args:?}: {}", out.stderr);
+            assert!(contents(env.path()).is_empty(), "{case}: files were written: {:?}", contents(env.path()));
+        }
+    }
+    assert!(!inputs.path().join("journal.fifo.key").exists() && !Path::new("/dev/zero.key").exists());
 }

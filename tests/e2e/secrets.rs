@@ -477,3 +477,39 @@ inputs.argv = ["${vars.token}", "--version"]
         assert!(!out.all().contains("NoSuchProgram-Secret-0042"), "the secret was printed:\n{}", out.all());
     }
 }
+
+/// A vars file's bad value for a secret variable is reported at its place without quoting the
+/// line that holds it.
+#[test]
+fn a_problem_with_a_secret_value_does_not_quote_it() {
+    let env = TestEnv::new();
+    let runbook = env.write(
+        "checked.toml",
+        r#"
+[runbook]
+name = "checked"
+
+[vars.token]
+secret = true
+pattern = "^[a-z]+$"
+
+[vars.count]
+secret = true
+type = "integer"
+
+[[steps]]
+id = "a"
+kind = "exec"
+inputs.argv = ["true"]
+"#,
+    );
+    let vars = env.write("vars.toml", "token = \"Quoted-Secret-6120\"\ncount = \"Count-Secret-7731\"\n");
+    for command in ["plan", "run"] {
+        let out = env.run(&[command, runbook.to_str().unwrap(), "--vars", vars.to_str().unwrap()]);
+        assert_eq!(out.code, 2, "{}", out.all());
+        assert!(out.stderr.contains("vars.toml:1:") && out.stderr.contains("vars.toml:2:"), "{}", out.stderr);
+        for secret in ["Quoted-Secret-6120", "Count-Secret-7731"] {
+            assert!(!out.all().contains(secret), "the secret {secret} was printed:\n{}", out.all());
+        }
+    }
+}

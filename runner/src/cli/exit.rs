@@ -136,6 +136,9 @@ impl From<runbook_journal::Error> for CliError {
                 message: e.to_string(),
                 hint: "restore the key file that was created with this journal; nothing was changed".into(),
             },
+            e @ runbook_journal::Error::NotAFile { .. } => {
+                CliError::user_hint(e.to_string(), "point --journal (or RUNBOOK_JOURNAL) at a journal file, e.g. .runbook/journal.db")
+            }
             e @ runbook_journal::Error::Key(_) => CliError::Journal {
                 message: e.to_string(),
                 hint: "restore the key file that was created with this journal (32 bytes, mode 0600); nothing was read or changed".into(),

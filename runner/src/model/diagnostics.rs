@@ -56,6 +56,14 @@ impl Problem {
         self
     }
 
+    /// Keeps the place but does not quote the line under the message: the line holds a secret.
+    pub fn unquoted_if(mut self, secret: bool) -> Self {
+        if secret {
+            self.source = None;
+        }
+        self
+    }
+
     pub fn maybe_hint(mut self, hint: Option<String>) -> Self {
         self.hint = hint;
         self

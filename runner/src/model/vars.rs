@@ -176,7 +176,7 @@ fn read_vars_file(path: &Path, specs: &BTreeMap<String, VarSpec>, out: &mut VarV
             Ok(Some(v)) => v,
             Ok(None) => raw.clone(),
             Err(why) => {
-                problems.push(doc.problem(&pointer, why));
+                problems.push(doc.problem(&pointer, why).unquoted_if(spec.secret));
                 continue;
             }
         };
@@ -185,7 +185,7 @@ fn read_vars_file(path: &Path, specs: &BTreeMap<String, VarSpec>, out: &mut VarV
                 match coerce(spec, s) {
                     Ok(v) => v,
                     Err(why) => {
-                        problems.push(doc.problem(&pointer, why));
+                        problems.push(doc.problem(&pointer, why).unquoted_if(spec.secret));
                         continue;
                     }
                 }
@@ -197,7 +197,7 @@ fn read_vars_file(path: &Path, specs: &BTreeMap<String, VarSpec>, out: &mut VarV
                 out.values.insert(name.clone(), value);
                 out.source.insert(name.clone(), "vars file".into());
             }
-            Err(why) => problems.push(doc.problem(&pointer, why).maybe_hint(rule_hint(spec))),
+            Err(why) => problems.push(doc.problem(&pointer, why).maybe_hint(rule_hint(spec)).unquoted_if(spec.secret)),
         }
     }
 }
