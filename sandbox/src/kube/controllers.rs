@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 
 use super::KubeShared;
 use super::catalog::ResourceDef;
-use super::defaults::{self, now};
+use super::defaults;
 use super::objects::{self, DeleteOptions, Part, WriteOptions};
 use super::patch::Patch;
 use super::store::{EventType, Store, StoreEvent};
@@ -26,11 +26,12 @@ const CONTROLLER_MANAGER: &str = "kube-controller-manager";
 
 fn put(store: &mut Store, resource: &str, mut obj: Value) {
     let def = store.catalog.find_qualified(resource).cloned().expect("seeded resources are built in");
-    defaults::apply(&def, &mut obj, true);
+    let now = store.stamp();
+    defaults::apply(&def, &mut obj, true, &now);
     let rv = store.next_rv();
     let meta = &mut obj["metadata"];
     meta["uid"] = json!(uuid::Uuid::new_v4().to_string());
-    meta["creationTimestamp"] = json!(now());
+    meta["creationTimestamp"] = json!(now);
     meta["resourceVersion"] = json!(rv.to_string());
     store.put(resource, EventType::Added, obj, None);
 }
@@ -92,7 +93,7 @@ pub(crate) fn seed(store: &mut Store) {
                 "node-role.kubernetes.io/control-plane": "", "node-role.kubernetes.io/worker": ""}},
             "spec": {"podCIDR": "10.128.0.0/23"},
             "status": {
-                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status", "lastHeartbeatTime": now(), "lastTransitionTime": now()}],
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status", "lastHeartbeatTime": store.stamp(), "lastTransitionTime": store.stamp()}],
                 "addresses": [{"type": "InternalIP", "address": "10.0.0.4"}, {"type": "Hostname", "address": NODE}],
                 "nodeInfo": {"kubeletVersion": "v1.32.4", "osImage": "Red Hat Enterprise Linux CoreOS", "kernelVersion": "5.14.0-427.el9.x86_64", "containerRuntimeVersion": "cri-o://1.32.4", "architecture": "amd64", "operatingSystem": "linux"},
                 "capacity": {"cpu": "8", "memory": "32Gi", "pods": "250"},
@@ -410,7 +411,7 @@ fn record_event(
     let Some(res) = def(shared, "events") else { return };
     let (ns, name) = name_of(obj);
     let ns = ns.unwrap_or_else(|| "default".into());
-    let t = now();
+    let t = defaults::stamp(&shared.config.clock);
     let event = json!({
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"name": format!("{name}.{}", hex::encode(rand::random::<[u8; 8]>())), "namespace": ns},
@@ -423,11 +424,11 @@ fn record_event(
 }
 
 /// A condition list entry that keeps its transition time while its status holds.
-fn condition(previous: &Value, type_: &str, status: bool, reason: &str, message: &str) -> Value {
+fn condition(previous: &Value, now: &str, type_: &str, status: bool, reason: &str, message: &str) -> Value {
     let status_text = if status { "True" } else { "False" };
     let old = previous.as_array().and_then(|cs| cs.iter().find(|c| c["type"] == type_));
     let keep = old.filter(|c| c["status"] == status_text && c["reason"] == reason);
-    let t = keep.map(|c| c["lastTransitionTime"].clone()).unwrap_or_else(|| json!(now()));
+    let t = keep.map(|c| c["lastTransitionTime"].clone()).unwrap_or_else(|| json!(now));
     json!({"type": type_, "status": status_text, "reason": reason, "message": message, "lastTransitionTime": t, "lastUpdateTime": t})
 }
 
@@ -552,6 +553,7 @@ fn reconcile_deployment(shared: &Arc<KubeShared>, ns: Option<&str>, name: &str) 
     let updated = current.map(|rs| rs["status"]["replicas"].as_i64().unwrap_or(0)).unwrap_or(0);
     let available = sum("availableReplicas");
     let previous = &dep["status"]["conditions"];
+    let now = defaults::stamp(&shared.config.clock);
     let complete = updated == replicas && available >= replicas && sum("replicas") == replicas;
     let mut status = json!({
         "observedGeneration": dep["metadata"]["generation"],
@@ -561,14 +563,14 @@ fn reconcile_deployment(shared: &Arc<KubeShared>, ns: Option<&str>, name: &str) 
         "availableReplicas": available,
         "conditions": [
             if available >= replicas {
-                condition(previous, "Available", true, "MinimumReplicasAvailable", "Deployment has minimum availability.")
+                condition(previous, &now, "Available", true, "MinimumReplicasAvailable", "Deployment has minimum availability.")
             } else {
-                condition(previous, "Available", false, "MinimumReplicasUnavailable", "Deployment does not have minimum availability.")
+                condition(previous, &now, "Available", false, "MinimumReplicasUnavailable", "Deployment does not have minimum availability.")
             },
             if complete {
-                condition(previous, "Progressing", true, "NewReplicaSetAvailable", &format!("ReplicaSet \"{rs_name}\" has successfully progressed."))
+                condition(previous, &now, "Progressing", true, "NewReplicaSetAvailable", &format!("ReplicaSet \"{rs_name}\" has successfully progressed."))
             } else {
-                condition(previous, "Progressing", true, "ReplicaSetUpdated", &format!("ReplicaSet \"{rs_name}\" is progressing."))
+                condition(previous, &now, "Progressing", true, "ReplicaSetUpdated", &format!("ReplicaSet \"{rs_name}\" is progressing."))
             },
         ],
     });
@@ -706,7 +708,7 @@ fn start_pod(shared: Arc<KubeShared>, pod: &Value) {
                 &WriteOptions::manager("default-scheduler"),
             );
         }
-        let t = now();
+        let t = defaults::stamp(&shared.config.clock);
         let statuses: Vec<Value> = containers
             .iter()
             .map(|c| {

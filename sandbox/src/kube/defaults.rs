@@ -7,12 +7,15 @@ use serde_json::{Map, Value, json};
 
 use super::catalog::ResourceDef;
 
-pub fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+/// An object timestamp (RFC 3339, whole seconds, UTC) of `clock`'s now: a sandbox on a
+/// simulated clock dates its objects in simulated time.
+pub fn stamp(clock: &crate::Clock) -> String {
+    clock.timestamp().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Fills defaults in an object about to be stored (create or update).
-pub fn apply(res: &ResourceDef, obj: &mut Value, creating: bool) {
+/// Fills defaults in an object about to be stored (create or update); `now` dates
+/// conditions the server sets.
+pub fn apply(res: &ResourceDef, obj: &mut Value, creating: bool, now: &str) {
     match (res.group.as_str(), res.kind.as_str()) {
         ("", "Namespace") => {
             let name = obj["metadata"]["name"].clone();
@@ -66,7 +69,7 @@ pub fn apply(res: &ResourceDef, obj: &mut Value, creating: bool) {
             }
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            let t = now();
+            let t = now;
             let names = obj["spec"]["names"].clone();
             let stored: Vec<Value> = obj["spec"]["versions"]
                 .as_array()

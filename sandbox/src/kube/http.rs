@@ -422,7 +422,17 @@ async fn route_inner(
                 Some(_) => Err(KubeError::no_route()),
                 None if wants_table => {
                     let rv = obj["metadata"]["resourceVersion"].as_str().unwrap_or_default().to_string();
-                    Ok(KubeReply::json(StatusCode::OK, &tables::table(&target.res, &[obj], &rv, &include_object, true)))
+                    Ok(KubeReply::json(
+                        StatusCode::OK,
+                        &tables::table(
+                            &target.res,
+                            &[obj],
+                            &rv,
+                            &include_object,
+                            true,
+                            shared.config.clock.timestamp(),
+                        ),
+                    ))
                 }
                 None => Ok(KubeReply::json(StatusCode::OK, &obj)),
             }
@@ -439,6 +449,7 @@ async fn route_inner(
                     list["metadata"]["resourceVersion"].as_str().unwrap_or_default(),
                     &include_object,
                     true,
+                    shared.config.clock.timestamp(),
                 );
                 if let Some(c) = list["metadata"].get("continue") {
                     table["metadata"]["continue"] = c.clone();

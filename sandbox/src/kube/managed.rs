@@ -3,7 +3,6 @@
 
 use serde_json::{Map, Value, json};
 
-use super::defaults::now;
 use super::errors::KubeError;
 use super::fields::{self, FieldPath, FieldSet};
 
@@ -87,6 +86,7 @@ fn assign(
     api_version: &str,
     owned: FieldSet,
     replace: bool,
+    now: &str,
 ) {
     for e in list.iter_mut().filter(|e| !e.same_slot(manager, operation, subresource)) {
         e.fields.retain(|p| !owned.iter().any(|q| fields::overlaps(p, q)));
@@ -97,7 +97,7 @@ fn assign(
             next.extend(owned);
             if next != e.fields {
                 e.fields = next;
-                e.time = now();
+                e.time = now.to_string();
                 e.api_version = api_version.to_string();
             }
         }
@@ -105,7 +105,7 @@ fn assign(
             manager: manager.into(),
             operation: operation.into(),
             api_version: api_version.into(),
-            time: now(),
+            time: now.to_string(),
             subresource: subresource.map(str::to_string),
             fields: owned,
         }),
@@ -121,6 +121,7 @@ pub fn record_update(
     manager: &str,
     subresource: Option<&str>,
     api_version: &str,
+    now: &str,
 ) {
     let status_only = subresource == Some("status");
     let mut list = old.map(entries).unwrap_or_default();
@@ -131,7 +132,7 @@ pub fn record_update(
     for e in list.iter_mut() {
         e.fields.retain(|p| !removed.iter().any(|r| p.starts_with(r)));
     }
-    assign(&mut list, manager, "Update", subresource, api_version, changed, false);
+    assign(&mut list, manager, "Update", subresource, api_version, changed, false, now);
     store_entries(new, list);
 }
 
@@ -188,6 +189,7 @@ pub fn apply(
     api_version: &str,
     resource_name: &str,
     name: &str,
+    now: &str,
 ) -> Result<Value, KubeError> {
     let status_only = subresource == Some("status");
     let applied_fields = fields::owned_leaves(applied, status_only);
@@ -236,7 +238,7 @@ pub fn apply(
             fields::remove_at(&mut merged, dropped);
         }
     }
-    assign(&mut list, manager, "Apply", subresource, api_version, applied_fields, true);
+    assign(&mut list, manager, "Apply", subresource, api_version, applied_fields, true, now);
     store_entries(&mut merged, list);
     Ok(merged)
 }
@@ -271,17 +273,18 @@ fn strip_server_fields(applied: &Value, status_only: bool) -> Value {
 
 #[cfg(test)]
 mod tests {
+    const NOW: &str = "2026-01-02T03:04:05Z";
     use super::*;
 
     #[test]
     fn apply_conflicts_then_force_takes_ownership() {
         let mut obj = json!({"apiVersion": "v1", "kind": "X", "metadata": {"name": "a"}, "spec": {"replicas": 1}});
-        record_update(None, &mut obj, "kubectl-create", None, "v1");
+        record_update(None, &mut obj, "kubectl-create", None, "v1", NOW);
         let applied = json!({"apiVersion": "v1", "kind": "X", "metadata": {"name": "a"}, "spec": {"replicas": 3}});
-        let err = apply(&obj, &applied, "kubectl", false, None, "v1", "xs", "a").unwrap_err();
+        let err = apply(&obj, &applied, "kubectl", false, None, "v1", "xs", "a", NOW).unwrap_err();
         assert_eq!(err.code, 409);
         assert_eq!(err.details.as_ref().unwrap()["causes"][0]["field"], ".spec.replicas");
-        let forced = apply(&obj, &applied, "kubectl", true, None, "v1", "xs", "a").unwrap();
+        let forced = apply(&obj, &applied, "kubectl", true, None, "v1", "xs", "a", NOW).unwrap();
         assert_eq!(forced["spec"]["replicas"], 3);
         let managers: Vec<&str> = forced["metadata"]["managedFields"]
             .as_array()
@@ -291,7 +294,7 @@ mod tests {
             .collect();
         assert_eq!(managers, ["kubectl"]);
         // The same apply again changes nothing.
-        let again = apply(&forced, &applied, "kubectl", false, None, "v1", "xs", "a").unwrap();
+        let again = apply(&forced, &applied, "kubectl", false, None, "v1", "xs", "a", NOW).unwrap();
         assert_eq!(again, forced);
     }
 }

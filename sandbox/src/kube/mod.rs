@@ -147,7 +147,7 @@ impl KubeApiServer {
         let tls = ca.server_config(&[b"http/1.1"])?;
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let port = listener.local_addr()?.port();
-        let mut store = store::Store::new();
+        let mut store = store::Store::new(config.clock.clone());
         if config.seed_cluster {
             controllers::seed(&mut store);
         }

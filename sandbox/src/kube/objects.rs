@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use super::catalog::ResourceDef;
-use super::defaults::{self, now};
+use super::defaults;
 use super::errors::KubeError;
 use super::fields;
 use super::managed;
@@ -256,21 +256,22 @@ pub fn create(
     if meta.get("generateName").is_some_and(|g| g.as_str().is_none_or(str::is_empty)) {
         meta.remove("generateName");
     }
-    defaults::apply(res, &mut obj, true);
+    defaults::apply(res, &mut obj, true, &store.stamp());
     if res.kind == "CustomResourceDefinition" {
         // Validates the definition before anything is stored.
         super::catalog::crd_resources(&obj)?;
     }
-    managed::record_update(None, &mut obj, opts.manager_name(), None, &res.api_version());
+    managed::record_update(None, &mut obj, opts.manager_name(), None, &res.api_version(), &store.stamp());
     finish_create(store, res, obj, opts.dry_run)
 }
 
 /// Stamps the server metadata on a new object and stores it.
 fn finish_create(store: &mut Store, res: &ResourceDef, mut obj: Value, dry_run: bool) -> Result<Value, KubeError> {
+    let stamp = store.stamp();
     let meta = obj["metadata"].as_object_mut().ok_or_else(|| KubeError::bad_request("metadata must be an object"))?;
     drop_empty_metadata(meta);
     meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
-    meta.insert("creationTimestamp".into(), json!(now()));
+    meta.insert("creationTimestamp".into(), json!(stamp));
     if res.tracks_generation() {
         meta.insert("generation".into(), json!(1));
     }
@@ -465,7 +466,7 @@ pub fn update(
     }
     let mut new = confine(res, part, &old, body);
     if part == Part::Main {
-        defaults::apply(res, &mut new, false);
+        defaults::apply(res, &mut new, false, &store.stamp());
     }
     if part == Part::Main {
         // An update replaces managedFields only if the body sends them; otherwise they carry over.
@@ -475,7 +476,14 @@ pub fn update(
     } else {
         new["metadata"]["managedFields"] = old["metadata"]["managedFields"].clone();
     }
-    managed::record_update(Some(&old), &mut new, opts.manager_name(), part.subresource(), &res.api_version());
+    managed::record_update(
+        Some(&old),
+        &mut new,
+        opts.manager_name(),
+        part.subresource(),
+        &res.api_version(),
+        &store.stamp(),
+    );
     commit(store, res, &old, new, opts.dry_run)
 }
 
@@ -527,8 +535,18 @@ pub fn patch(
                 }
                 let base = json!({"apiVersion": res.api_version(), "kind": res.kind, "metadata": {"name": name}});
                 // Ownership comes from the applied configuration, before server defaults.
-                let stamped = managed::apply(&base, &obj, manager, true, None, &res.api_version(), &res.plural, name)?;
-                defaults::apply(res, &mut obj, true);
+                let stamped = managed::apply(
+                    &base,
+                    &obj,
+                    manager,
+                    true,
+                    None,
+                    &res.api_version(),
+                    &res.plural,
+                    name,
+                    &store.stamp(),
+                )?;
+                defaults::apply(res, &mut obj, true, &store.stamp());
                 obj["metadata"]["managedFields"] = stamped["metadata"]["managedFields"].clone();
                 let stamped = obj;
                 if res.kind == "CustomResourceDefinition" {
@@ -547,10 +565,11 @@ pub fn patch(
                     &res.api_version(),
                     &res.plural,
                     name,
+                    &store.stamp(),
                 )?;
                 merged = confine(res, part, &current, merged);
                 if part == Part::Main {
-                    defaults::apply(res, &mut merged, false);
+                    defaults::apply(res, &mut merged, false, &store.stamp());
                 }
                 commit(store, res, &current, merged, opts.dry_run).map(|o| (o, false))
             }
@@ -568,9 +587,16 @@ pub fn patch(
     }
     let mut new = confine(res, part, &current, patched);
     if part == Part::Main {
-        defaults::apply(res, &mut new, false);
+        defaults::apply(res, &mut new, false, &store.stamp());
     }
-    managed::record_update(Some(&current), &mut new, opts.manager_name(), part.subresource(), &res.api_version());
+    managed::record_update(
+        Some(&current),
+        &mut new,
+        opts.manager_name(),
+        part.subresource(),
+        &res.api_version(),
+        &store.stamp(),
+    );
     commit(store, res, &current, new, opts.dry_run).map(|o| (o, false))
 }
 
@@ -633,7 +659,7 @@ pub fn delete(
         return Ok(gone);
     }
     if new["metadata"].get("deletionTimestamp").is_none() {
-        new["metadata"]["deletionTimestamp"] = json!(now());
+        new["metadata"]["deletionTimestamp"] = json!(store.stamp());
         new["metadata"]["deletionGracePeriodSeconds"] = json!(0);
     }
     if !finalizers.is_empty() {
@@ -739,7 +765,14 @@ pub fn write_scale(
     }
     let mut new = current.clone();
     fields::set_at(&mut new, &fields::dotted(&def.spec_replicas_path), json!(replicas));
-    managed::record_update(Some(&current), &mut new, opts.manager_name(), Some("scale"), &res.api_version());
+    managed::record_update(
+        Some(&current),
+        &mut new,
+        opts.manager_name(),
+        Some("scale"),
+        &res.api_version(),
+        &store.stamp(),
+    );
     let stored = commit(store, res, &current, new, opts.dry_run)?;
     scale_of(res, &stored)
 }

@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::catalog::Catalog;
+use super::defaults;
 
 /// How many changes watches can resume from; older resourceVersions get 410 Expired.
 const HISTORY: usize = 10_000;
@@ -56,10 +57,12 @@ pub(crate) struct Store {
     /// Watches from a resourceVersion below this get 410.
     oldest_rv: u64,
     tx: broadcast::Sender<Arc<StoreEvent>>,
+    /// The server's clock: creation and deletion times, condition transitions.
+    clock: crate::Clock,
 }
 
 impl Store {
-    pub fn new() -> Store {
+    pub fn new(clock: crate::Clock) -> Store {
         let (tx, _) = broadcast::channel(4096);
         Store {
             catalog: Catalog::default(),
@@ -68,7 +71,13 @@ impl Store {
             history: VecDeque::new(),
             oldest_rv: 1000,
             tx,
+            clock,
         }
+    }
+
+    /// Now on the server's clock, as object timestamps are written (RFC 3339, seconds).
+    pub fn stamp(&self) -> String {
+        defaults::stamp(&self.clock)
     }
 
     pub fn current_rv(&self) -> u64 {

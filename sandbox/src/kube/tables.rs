@@ -37,11 +37,11 @@ pub fn human_duration(secs: i64) -> String {
 }
 
 /// Age of an RFC 3339 timestamp, or `<unknown>`.
-pub fn age(timestamp: &Value) -> String {
+pub fn age(timestamp: &Value, now: jiff::Timestamp) -> String {
     timestamp
         .as_str()
         .and_then(|t| t.parse::<jiff::Timestamp>().ok())
-        .map(|t| human_duration(jiff::Timestamp::now().as_second() - t.as_second()))
+        .map(|t| human_duration(now.as_second() - t.as_second()))
         .unwrap_or_else(|| "<unknown>".into())
 }
 
@@ -71,10 +71,10 @@ fn int(v: &Value) -> i64 {
 }
 
 /// The cells of one row, in the order of `res.columns`.
-pub fn cells(res: &ResourceDef, obj: &Value) -> Vec<Value> {
+pub fn cells(res: &ResourceDef, obj: &Value, now: jiff::Timestamp) -> Vec<Value> {
     let md = &obj["metadata"];
     let name = md["name"].clone();
-    let created = age(&md["creationTimestamp"]);
+    let created = age(&md["creationTimestamp"], now);
     if res.custom {
         return res
             .columns
@@ -83,7 +83,7 @@ pub fn cells(res: &ResourceDef, obj: &Value) -> Vec<Value> {
                 None => name.clone(),
                 Some(p) if c.type_ == "date" => {
                     let v = jsonpath::cell(obj, p);
-                    if v.is_null() { v } else { json!(age(&v)) }
+                    if v.is_null() { v } else { json!(age(&v, now)) }
                 }
                 Some(p) => jsonpath::cell(obj, p),
             })
@@ -198,9 +198,9 @@ pub fn cells(res: &ResourceDef, obj: &Value) -> Vec<Value> {
         ("", "Event") => {
             let io = &obj["involvedObject"];
             let last = if obj["lastTimestamp"].is_string() {
-                age(&obj["lastTimestamp"])
+                age(&obj["lastTimestamp"], now)
             } else if obj["eventTime"].is_string() {
-                age(&obj["eventTime"])
+                age(&obj["eventTime"], now)
             } else {
                 created.clone()
             };
@@ -296,12 +296,20 @@ fn row_object(obj: &Value, include_object: &str) -> Option<Value> {
     }
 }
 
-/// A Table of `objects`. Watch events after the first may omit the column definitions.
-pub fn table(res: &ResourceDef, objects: &[Value], rv: &str, include_object: &str, with_columns: bool) -> Value {
+/// A Table of `objects`, ages counted to `now` (the server's clock). Watch events after
+/// the first may omit the column definitions.
+pub fn table(
+    res: &ResourceDef,
+    objects: &[Value],
+    rv: &str,
+    include_object: &str,
+    with_columns: bool,
+    now: jiff::Timestamp,
+) -> Value {
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {
-            let mut row = json!({"cells": cells(res, o)});
+            let mut row = json!({"cells": cells(res, o, now)});
             if let Some(obj) = row_object(o, include_object) {
                 row["object"] = obj;
             }

@@ -35,6 +35,8 @@ pub(crate) struct WatchParams {
 
 struct Filter {
     res: ResourceDef,
+    /// The server's clock, for the ages in Table rows.
+    clock: crate::Clock,
     namespace: Option<String>,
     query: ListQuery,
 }
@@ -84,7 +86,8 @@ fn render(filter: &Filter, table: &Option<String>, first: &mut bool, kind: &str,
     match table {
         Some(include) => {
             let rv = object["metadata"]["resourceVersion"].as_str().unwrap_or_default();
-            let t = tables::table(&filter.res, std::slice::from_ref(object), rv, include, *first);
+            let t =
+                tables::table(&filter.res, std::slice::from_ref(object), rv, include, *first, filter.clock.timestamp());
             *first = false;
             line(kind, t)
         }
@@ -101,7 +104,7 @@ pub(crate) fn start(
     params: WatchParams,
     mut stop: signal::Receiver<bool>,
 ) -> Result<mpsc::Receiver<Result<Bytes, Cut>>, KubeError> {
-    let filter = Filter { res, namespace, query };
+    let filter = Filter { clock: shared.config.clock.clone(), res, namespace, query };
     let (tx, rx) = mpsc::channel::<Result<Bytes, Cut>>(256);
     let mut first = true;
     let mut initial: Vec<Bytes> = Vec::new();
