@@ -25,6 +25,7 @@ pub enum EventData {
     StepStarted(StepStarted),
     StepFinished(StepFinished),
     StepSkipped(StepSkipped),
+    StepsReused(StepsReused),
     GateWaiting(GateWaiting),
     GateApproved(GateApproved),
     RunFinished(RunFinished),
@@ -40,6 +41,7 @@ pub const RUN_STARTED: &str = "run_started";
 pub const STEP_STARTED: &str = "step_started";
 pub const STEP_FINISHED: &str = "step_finished";
 pub const STEP_SKIPPED: &str = "step_skipped";
+pub const STEPS_REUSED: &str = "steps_reused";
 pub const GATE_WAITING: &str = "gate_waiting";
 pub const GATE_APPROVED: &str = "gate_approved";
 pub const RUN_FINISHED: &str = "run_finished";
@@ -57,6 +59,7 @@ impl EventData {
             EventData::StepStarted(_) => STEP_STARTED,
             EventData::StepFinished(_) => STEP_FINISHED,
             EventData::StepSkipped(_) => STEP_SKIPPED,
+            EventData::StepsReused(_) => STEPS_REUSED,
             EventData::GateWaiting(_) => GATE_WAITING,
             EventData::GateApproved(_) => GATE_APPROVED,
             EventData::RunFinished(_) => RUN_FINISHED,
@@ -79,6 +82,7 @@ impl EventData {
             STEP_STARTED => EventData::StepStarted(parse(data)?),
             STEP_FINISHED => EventData::StepFinished(parse(data)?),
             STEP_SKIPPED => EventData::StepSkipped(parse(data)?),
+            STEPS_REUSED => EventData::StepsReused(parse(data)?),
             GATE_WAITING => EventData::GateWaiting(parse(data)?),
             GATE_APPROVED => EventData::GateApproved(parse(data)?),
             RUN_FINISHED => EventData::RunFinished(parse(data)?),
@@ -89,6 +93,16 @@ impl EventData {
             DRIFT_CHECKED => EventData::DriftChecked(parse(data)?),
             other => return Err(format!("unknown event kind `{other}` (written by a newer build?)")),
         })
+    }
+
+    /// The outputs of the succeeded attempt this event holds, if it holds one a later run could
+    /// reuse: what a [`ReusedStep`]'s `from_seq` points at.
+    pub fn reused_outputs(&self) -> Option<&Map<String, Value>> {
+        match self {
+            EventData::StepFinished(f) if f.status == StepStatus::Succeeded => f.outputs.as_ref(),
+            EventData::StepSkipped(s) => Some(&s.outputs),
+            _ => None,
+        }
     }
 
     pub(crate) fn encode(&self) -> Result<String, serde_json::Error> {
@@ -173,6 +187,8 @@ pub struct StepFinished {
 }
 
 /// An instance was not run because an earlier attempt with the same inputs succeeded.
+/// Written by older builds, one per reused instance; read for the journals that hold it (newer
+/// builds write [`StepsReused`]).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct StepSkipped {
@@ -183,6 +199,42 @@ pub struct StepSkipped {
     pub digest: String,
     pub input_digests: Map<String, Value>,
     pub outputs: Map<String, Value>,
+}
+
+/// Instances not run because an earlier attempt with the same inputs succeeded: one event for
+/// all the reuse decisions made between two appends, so resuming a long run appends one row, not
+/// one per instance. Each names the event that holds the outcome it reuses, which a reader finds
+/// in the same journal (and, for a decision, in the same verified pass).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct StepsReused {
+    pub steps: Vec<ReusedStep>,
+}
+
+/// One reused instance of a [`StepsReused`] event.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ReusedStep {
+    /// The instance id.
+    pub step: String,
+    /// The step's kind (`exec`, `arm`, …).
+    pub kind: String,
+    /// The run whose attempt is reused.
+    pub from_run: String,
+    /// The event holding that attempt's digests and outputs: a succeeded `step_finished` (or,
+    /// in journals written by older builds, a `step_skipped`).
+    pub from_seq: i64,
+}
+
+impl ReusedStep {
+    /// Why it was not run, as said to someone reading run `run_id`.
+    pub fn reason(&self, run_id: &str) -> String {
+        if self.from_run == run_id {
+            "done earlier in this run with the same inputs".to_string()
+        } else {
+            format!("done in run {} with the same inputs", self.from_run)
+        }
+    }
 }
 
 /// A manual gate waits for `runbook approve`.
@@ -343,6 +395,19 @@ mod tests {
         let data = EventData::StepFinished(finished());
         let text = data.encode().unwrap();
         assert_eq!(EventData::decode(data.kind(), &text).unwrap(), data);
+    }
+
+    #[test]
+    fn reused_steps_read_back_and_say_where_they_were_done() {
+        let step = ReusedStep { step: "a".into(), kind: "exec".into(), from_run: "r1".into(), from_seq: 7 };
+        let data = EventData::StepsReused(StepsReused { steps: vec![step.clone()] });
+        let text = data.encode().unwrap();
+        assert_eq!(EventData::decode(STEPS_REUSED, &text).unwrap(), data);
+        assert_eq!(step.reason("r1"), "done earlier in this run with the same inputs");
+        assert_eq!(step.reason("r2"), "done in run r1 with the same inputs");
+        let err =
+            EventData::decode(STEPS_REUSED, r#"{"steps":[{"step":"a","kind":"exec","from_run":"r1"}]}"#).unwrap_err();
+        assert!(err.contains("missing field `from_seq`"), "{err}");
     }
 
     #[test]

@@ -125,6 +125,14 @@ impl Journal {
         Ok(crate::event::ChainHead { seq: tail.last_seq, hash: tail.last_hash })
     }
 
+    /// Event `seq`, if there is one: what a `steps_reused` entry names.
+    pub fn event(&self, seq: i64) -> Result<Option<Event>, Error> {
+        let conn = self.reader();
+        conn.prepare_cached(&format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq = ?1"))
+            .and_then(|mut stmt| stmt.query_row([seq], event_from_row).optional())
+            .map_err(|e| Error::sqlite(self.path(), e))
+    }
+
     /// The stored hash of event `seq`, if there is one.
     pub fn event_hash(&self, seq: i64) -> Result<Option<String>, Error> {
         let conn = self.reader();

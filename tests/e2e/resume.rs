@@ -94,12 +94,20 @@ fn failed_run_resumes_only_the_failed_step_and_its_dependents() {
     let reason = started[1]["reason"].as_str().unwrap();
     assert!(reason.contains("inputs changed") && reason.contains("argv"), "why check ran again: {reason}");
     assert_eq!(env.step_events("step_started", "after_check")[0]["reason"], "it has not run before");
+    // The reused steps are journaled together, each naming the success it reuses.
     for step in ["first", "fan[a]", "fan[b]", "fan[c]", "independent"] {
-        let skipped = env.step_events("step_skipped", step);
-        assert_eq!(skipped.len(), 1, "{step} was skipped on resume");
-        assert!(skipped[0]["reason"].as_str().unwrap().contains("same inputs"));
+        let reuses = env.reuses(step);
+        assert_eq!(reuses.len(), 1, "{step} was reused once on resume");
+        let (entry, source_kind, source_step, source) = &reuses[0];
+        assert_eq!(source_kind, "step_finished", "{entry}");
+        assert_eq!(source_step.as_deref(), Some(step), "{entry}");
+        assert_eq!(source["status"], "succeeded", "{entry}");
         assert_eq!(env.step_events("step_started", step).len(), 1, "{step} started once");
     }
+    // Decided together until a step runs: the four ready at once are one event and one line.
+    let batches = env.events().iter().filter(|(kind, ..)| kind == "steps_reused").count();
+    assert!(batches < 5, "{batches} events for 5 reused steps:\n{}", resumed.stderr);
+    assert!(resumed.stderr.contains("reuse 4 steps"), "one line says how many were reused:\n{}", resumed.stderr);
 
     // A new run with unchanged inputs reuses everything and runs nothing.
     let again = env.run(&["run", runbook, "--var", &fixed]);

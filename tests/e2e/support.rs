@@ -139,6 +139,33 @@ impl TestEnv {
             .collect()
     }
 
+    /// The `steps_reused` entries naming one step instance, each with the event it names (its
+    /// kind, step and data).
+    pub fn reuses(&self, step: &str) -> Vec<(serde_json::Value, String, Option<String>, serde_json::Value)> {
+        let db = rusqlite::Connection::open(self.journal()).expect("open journal");
+        let mut statement = db
+            .prepare(
+                "SELECT j.value, s.kind, s.step, s.data FROM events AS e, json_each(e.data, '$.steps') AS j \
+                 JOIN events AS s ON s.seq = json_extract(j.value, '$.from_seq') \
+                 WHERE e.kind = 'steps_reused' AND json_extract(j.value, '$.step') = ?1 ORDER BY e.seq",
+            )
+            .expect("query");
+        statement
+            .query_map([step], |row| {
+                let entry: String = row.get(0)?;
+                let data: String = row.get(3)?;
+                Ok((
+                    serde_json::from_str(&entry).unwrap_or_default(),
+                    row.get(1)?,
+                    row.get(2)?,
+                    serde_json::from_str(&data).unwrap_or_default(),
+                ))
+            })
+            .expect("rows")
+            .map(|r| r.expect("row"))
+            .collect()
+    }
+
     /// Lines of a side-effect log the test's steps append to.
     pub fn log(&self, name: &str) -> Vec<String> {
         std::fs::read_to_string(self.path().join(name)).unwrap_or_default().lines().map(String::from).collect()
@@ -392,8 +419,10 @@ impl JournalWatch {
     /// Steps that succeeded, or were passed over, after `since`: what no later attempt runs.
     fn settled(&self, since: i64) -> i64 {
         self.one(
-            "SELECT count(DISTINCT step) FROM events WHERE seq > ?1 AND (kind = 'step_skipped' \
-             OR (kind = 'step_finished' AND json_extract(data, '$.status') = 'succeeded'))",
+            "SELECT count(DISTINCT step) FROM (SELECT step FROM events WHERE seq > ?1 AND (kind = 'step_skipped' \
+             OR (kind = 'step_finished' AND json_extract(data, '$.status') = 'succeeded')) \
+             UNION ALL SELECT json_extract(j.value, '$.step') FROM events AS e, json_each(e.data, '$.steps') AS j \
+             WHERE e.seq > ?1 AND e.kind = 'steps_reused')",
             since,
         )
     }
@@ -434,6 +463,10 @@ impl LiveRun {
                         }
                         "step_skipped" => {
                             live.settled.insert(step);
+                        }
+                        "steps_reused" => {
+                            let steps = event["steps"].as_array().into_iter().flatten();
+                            live.settled.extend(steps.filter_map(|s| s.as_str()).map(String::from));
                         }
                         "run_finished" => live.finished = true,
                         _ => {}

@@ -44,6 +44,7 @@ fn detail(event: &Event) -> String {
             s
         }
         EventData::StepSkipped(d) => d.reason.clone(),
+        EventData::StepsReused(d) => reused_detail(d, &event.run_id),
         EventData::RunStarted(d) => format!("{} digest {}", d.mode, d.runbook_digest),
         EventData::RunFinished(d) => d.status.clone(),
         EventData::GateApproved(d) => format!("approved by {}", d.by),
@@ -70,6 +71,20 @@ fn detail(event: &Event) -> String {
         EventData::CriticalPath(d) => format!("{} ms: {}", d.duration_ms, d.steps.join(" -> ")),
     };
     text.replace(['\n', '|'], " ")
+}
+
+/// The instances a `steps_reused` event names (the first few in a table; every one in its data)
+/// and where their work was done.
+fn reused_detail(reused: &runbook_journal::StepsReused, run_id: &str) -> String {
+    const SHOWN: usize = 10;
+    let mut names: Vec<&str> = reused.steps.iter().take(SHOWN).map(|s| s.step.as_str()).collect();
+    let more = reused.steps.len().saturating_sub(SHOWN);
+    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+    let mut runs: Vec<String> = reused.steps.iter().map(|s| s.reason(run_id)).collect();
+    runs.sort_unstable();
+    runs.dedup();
+    names.sort_unstable();
+    format!("{} reused ({}{more}): {}", reused.steps.len(), names.join(", "), runs.join("; "))
 }
 
 /// `user@host (persona, Azure principal)`, from a journaled `who`.
@@ -288,6 +303,7 @@ fn summarize(events: &[Event]) -> RunSummary {
             }
             EventData::StepFinished(_) => summary.failed += 1,
             EventData::StepSkipped(_) => summary.reused += 1,
+            EventData::StepsReused(d) => summary.reused += d.steps.len(),
             EventData::GateApproved(d) => {
                 summary.approvals.push(format!("{} by {}", event.step.as_deref().unwrap_or("?"), d.by))
             }

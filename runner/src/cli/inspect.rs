@@ -39,6 +39,17 @@ pub fn step_states(journal: &Journal, run_id: &str) -> CliResult<(BTreeMap<Strin
             (EventData::StepSkipped(d), Some(step)) => {
                 states.insert(step.clone(), json!({ "state": "reused", "from_run": d.from_run, "outputs": d.outputs }));
             }
+            (EventData::StepsReused(d), _) => {
+                for reused in &d.steps {
+                    // The outputs are those of the attempt reused, in the event it names.
+                    let source = journal.event(reused.from_seq)?;
+                    let outputs = source.as_ref().and_then(|e| e.data.reused_outputs());
+                    states.insert(
+                        reused.step.clone(),
+                        json!({ "state": "reused", "from_run": reused.from_run, "outputs": outputs }),
+                    );
+                }
+            }
             (EventData::GateWaiting(d), Some(step)) => {
                 states.insert(step.clone(), json!({ "state": "awaiting_approval", "prompt": d.prompt }));
             }

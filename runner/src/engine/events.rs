@@ -14,8 +14,14 @@ pub enum EngineEvent {
         already_done: usize,
         resumed: bool,
     },
+    /// A step a `when` left out.
     StepSkipped {
         step: String,
+        reason: String,
+    },
+    /// Instances done earlier with the same inputs, decided together: not run again.
+    StepsReused {
+        steps: Vec<String>,
         reason: String,
     },
     StepStarted {

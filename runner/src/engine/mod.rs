@@ -12,8 +12,8 @@ use std::sync::atomic::AtomicU32;
 
 use runbook_clock::Clock;
 use runbook_journal::{
-    CriticalPath, EventData, GateWaiting, Journal, JournalWriter, NewEvent, RunFinished, StepFinished, StepQueued,
-    StepSkipped,
+    CriticalPath, EventData, GateWaiting, Journal, JournalWriter, NewEvent, ReusedStep, RunFinished, StepFinished,
+    StepQueued, StepsReused,
 };
 use runbook_steps::{Approval, ErrorClass, StepContext, TemplateSource};
 use serde_json::{Map, Value, json};
@@ -22,7 +22,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 pub use attempt::status_name;
-use attempt::{Job, JobResult, Shared, run_job, seal_outputs, secret_output_names};
+use attempt::{Job, JobResult, Shared, run_job, secret_output_names};
 use events::{Counts, EngineEvent, RunStatus, StepStatus, millis};
 use redact::Redactor;
 
@@ -133,7 +133,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     let mut busy_keys: HashSet<String> = HashSet::new();
     let mut key_queue: HashMap<String, VecDeque<usize>> = HashMap::new();
     let mut key_of: HashMap<usize, String> = HashMap::new();
-    let mut pending_skips: Vec<NewEvent> = Vec::new();
+    let mut pending = Pending::default();
     let mut running = JoinSet::new();
     let mut stop = false;
     // When each instance started and how long it took (retries included): the plan's critical
@@ -245,24 +245,12 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                     counts.reused += 1;
                     // Journaled even when done earlier in this same run, so the journal says why
                     // every step of every invocation ran or did not.
-                    let reason = if done.run_id == ctx.run_id {
-                        "done earlier in this run with the same inputs".to_string()
-                    } else {
-                        format!("done in run {} with the same inputs", done.run_id)
-                    };
-                    let skipped = StepSkipped {
+                    pending.reused.push(ReusedStep {
+                        step: instance.id.clone(),
                         kind: def.spec.kind.clone(),
-                        reason: reason.clone(),
                         from_run: done.run_id.clone(),
-                        digest,
-                        input_digests,
-                        outputs: seal_outputs(&ctx.journal, &done.outputs, &secret_outputs),
-                    };
-                    pending_skips.push(
-                        NewEvent::new(ctx.run_id.clone(), EventData::StepSkipped(skipped))
-                            .with_step(instance.id.clone(), None),
-                    );
-                    let _ = ctx.events.send(EngineEvent::StepSkipped { step: instance.id.clone(), reason });
+                        from_seq: done.seq,
+                    });
                     complete(i, &mut state, &mut waiting_deps, &mut ready);
                     continue;
                 }
@@ -277,7 +265,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                     prompt: redactor.text(&prompt),
                     persona: resolved.value["approval"]["persona"].as_str().map(String::from),
                 };
-                pending_skips.push(
+                pending.events.push(
                     NewEvent::new(ctx.run_id.clone(), EventData::GateWaiting(waiting))
                         .with_step(instance.id.clone(), None),
                 );
@@ -308,7 +296,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                     }
                 };
                 if !busy_keys.insert(key.clone()) {
-                    pending_skips.push(
+                    pending.events.push(
                         NewEvent::new(
                             ctx.run_id.clone(),
                             EventData::StepQueued(StepQueued {
@@ -324,9 +312,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                 key_of.insert(i, key);
             }
 
-            if !pending_skips.is_empty() {
-                ctx.writer.append(std::mem::take(&mut pending_skips)).await?;
-            }
+            pending.append(&ctx).await?;
             let first_attempt = ctx.prior.attempts_in_run.get(&instance.id).copied().unwrap_or(0) + 1;
             let context = StepContext {
                 run_id: ctx.run_id.clone(),
@@ -361,9 +347,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
 
         // Instances waiting for a serialization key become ready again when it frees up.
         if running.is_empty() {
-            if !pending_skips.is_empty() {
-                ctx.writer.append(std::mem::take(&mut pending_skips)).await?;
-            }
+            pending.append(&ctx).await?;
             if stop || ready.is_empty() {
                 break;
             }
@@ -460,6 +444,45 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
         critical_path_ms: millis(critical),
     });
     Ok(RunSummary { status, counts })
+}
+
+/// What was decided without running anything (reuses, approvals awaited, waits for a key),
+/// journaled with the next append: before the next step starts, or when nothing runs.
+#[derive(Default)]
+struct Pending {
+    events: Vec<NewEvent>,
+    /// Reused instances, journaled as one `steps_reused` event.
+    reused: Vec<ReusedStep>,
+}
+
+impl Pending {
+    async fn append(&mut self, ctx: &RunContext) -> anyhow::Result<()> {
+        let mut batch = Vec::with_capacity(self.events.len() + 1);
+        if !self.reused.is_empty() {
+            let steps = std::mem::take(&mut self.reused);
+            let _ = ctx.events.send(EngineEvent::StepsReused {
+                steps: steps.iter().map(|s| s.step.clone()).collect(),
+                reason: reuse_reason(&steps, &ctx.run_id),
+            });
+            batch.push(NewEvent::new(ctx.run_id.clone(), EventData::StepsReused(StepsReused { steps })));
+        }
+        batch.append(&mut self.events);
+        if !batch.is_empty() {
+            ctx.writer.append(batch).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a batch of instances was reused, in one phrase: the runs their work was done in.
+fn reuse_reason(steps: &[ReusedStep], run_id: &str) -> String {
+    let mut runs: Vec<&str> = steps.iter().map(|s| s.from_run.as_str()).collect();
+    runs.sort_unstable();
+    runs.dedup();
+    match runs.as_slice() {
+        [_] => steps[0].reason(run_id),
+        _ => format!("done in runs {} with the same inputs", runs.join(", ")),
+    }
 }
 
 /// The longest chain of measured step durations through the dependency graph: no schedule can

@@ -83,6 +83,7 @@ mod tests {
     fn done(digest: &str, argv: &str) -> Done {
         Done {
             run_id: "r1".into(),
+            seq: 1,
             digest: digest.into(),
             input_digests: digests(argv),
             outputs: Map::new(),

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use runbook_journal::{
     ChainHead, EventData, GATE_APPROVED, HANDOFF_IMPORTED, Journal, RUN_CREATED, RunRecord, STEP_FINISHED,
-    STEP_SKIPPED, STEP_STARTED, StepStatus, VerifiedRow,
+    STEP_SKIPPED, STEP_STARTED, STEPS_REUSED, StepStatus, VerifiedRow,
 };
 use runbook_steps::{Approval, AzureTarget};
 use serde_json::{Map, Value};
@@ -17,7 +17,10 @@ use crate::plan::prior::{Attempt, Done, Prior, RequiredValues, unseal_outputs};
 /// The kinds of event a decision reads; the others (run started/finished, queueing, drift…)
 /// are verified in the same pass but not kept.
 fn kept(kind: &str) -> bool {
-    matches!(kind, RUN_CREATED | STEP_STARTED | STEP_FINISHED | STEP_SKIPPED | HANDOFF_IMPORTED | GATE_APPROVED)
+    matches!(
+        kind,
+        RUN_CREATED | STEP_STARTED | STEP_FINISHED | STEP_SKIPPED | STEPS_REUSED | HANDOFF_IMPORTED | GATE_APPROVED
+    )
 }
 
 /// What one verified pass over the journal found, in seq order.
@@ -100,6 +103,7 @@ impl History {
                     for (checkpoint, outputs) in &imported.checkpoints {
                         let done = Done {
                             run_id: row.run_id.clone(),
+                            seq: row.seq,
                             digest: String::new(),
                             input_digests: Map::new(),
                             outputs: unseal_outputs(journal, outputs.as_object()),
@@ -114,6 +118,34 @@ impl History {
                         };
                         prior.failed.remove(checkpoint);
                         prior.done.insert(checkpoint.clone(), done);
+                    }
+                }
+                continue;
+            }
+            if row.kind == STEPS_REUSED {
+                if only_run && Some(row.run_id.as_str()) != current_run {
+                    continue;
+                }
+                if let EventData::StepsReused(reused) = row.decode()? {
+                    for step in reused.steps {
+                        // A reuse names the outcome it was decided from, which is the latest
+                        // success of that instance at that point of the history.
+                        let done = prior.done.get_mut(&step.step).filter(|d| d.seq == step.from_seq).ok_or_else(
+                            || runbook_journal::Error::Unreadable {
+                                path: journal.path().to_path_buf(),
+                                seq: row.seq,
+                                kind: row.kind.clone(),
+                                message: format!(
+                                    "step `{}` reuses event {}, which is not the latest success of that step before it",
+                                    step.step, step.from_seq
+                                ),
+                            },
+                        )?;
+                        done.made_on = made_on.clone();
+                        prior.failed.remove(&step.step);
+                        if Some(row.run_id.as_str()) == current_run {
+                            prior.attempts_in_run.entry(step.step).or_default();
+                        }
                     }
                 }
                 continue;
@@ -147,6 +179,7 @@ impl History {
                         prior.failed.remove(instance);
                         let done = Done {
                             run_id: row.run_id.clone(),
+                            seq: row.seq,
                             digest: finished.digest.unwrap_or_default(),
                             input_digests,
                             outputs: unseal_outputs(journal, finished.outputs.as_ref()),
@@ -170,6 +203,7 @@ impl History {
                     prior.failed.remove(instance);
                     let done = Done {
                         run_id: skipped.from_run,
+                        seq: row.seq,
                         digest: skipped.digest,
                         input_digests: skipped.input_digests,
                         outputs: unseal_outputs(journal, Some(&skipped.outputs)),
@@ -287,5 +321,98 @@ impl History {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runbook_journal::{NewEvent, NewRun, ReusedStep, StepFinished, StepSkipped, StepsReused};
+    use serde_json::json;
+
+    fn new_run(journal: &Journal, id: &str) {
+        let run =
+            NewRun { id: id.into(), runbook: "rb".into(), runbook_digest: "d".into(), vars: json!({}), who: json!({}) };
+        journal.create_run(&run).unwrap();
+    }
+
+    fn outputs(value: i64) -> Map<String, Value> {
+        json!({ "n": value }).as_object().unwrap().clone()
+    }
+
+    fn succeeded(step: &str, run: &str, value: i64) -> NewEvent {
+        let finished = StepFinished {
+            kind: "exec".into(),
+            status: StepStatus::Succeeded,
+            digest: Some(format!("digest-{step}")),
+            input_digests: Some(Map::new()),
+            outputs: Some(outputs(value)),
+            evidence: None,
+            error: None,
+            will_retry: false,
+            retry_in_ms: None,
+            duration_ms: 1,
+        };
+        NewEvent::new(run, EventData::StepFinished(finished)).with_step(step, Some(1))
+    }
+
+    fn reused(run: &str, steps: &[(&str, &str, i64)]) -> NewEvent {
+        let steps = steps
+            .iter()
+            .map(|(step, from_run, from_seq)| ReusedStep {
+                step: step.to_string(),
+                kind: "exec".into(),
+                from_run: from_run.to_string(),
+                from_seq: *from_seq,
+            })
+            .collect();
+        NewEvent::new(run, EventData::StepsReused(StepsReused { steps }))
+    }
+
+    #[test]
+    fn a_reuse_stands_for_the_success_it_names_also_one_an_older_build_journaled() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(&dir.path().join("j.db")).unwrap();
+        new_run(&journal, "r1");
+        let seqs = journal.append(&[succeeded("a", "r1", 1)]).unwrap();
+        new_run(&journal, "r2");
+        // What an older build journaled for a reuse: a self-contained `step_skipped`.
+        let legacy = StepSkipped {
+            kind: "exec".into(),
+            reason: "done in run r1 with the same inputs".into(),
+            from_run: "r1".into(),
+            digest: "digest-b".into(),
+            input_digests: Map::new(),
+            outputs: outputs(2),
+        };
+        let skipped = journal
+            .append(&[
+                reused("r2", &[("a", "r1", seqs[0])]),
+                NewEvent::new("r2", EventData::StepSkipped(legacy)).with_step("b", None),
+            ])
+            .unwrap();
+        new_run(&journal, "r3");
+        journal.append(&[reused("r3", &[("a", "r1", seqs[0]), ("b", "r1", skipped[1])])]).unwrap();
+
+        let prior = History::read(&journal).unwrap().prior(&journal, "rb", Some("r3"), false).unwrap();
+        let a = &prior.done["a"];
+        assert_eq!((a.run_id.as_str(), a.seq, &a.outputs), ("r1", seqs[0], &outputs(1)));
+        let b = &prior.done["b"];
+        assert_eq!(
+            (b.run_id.as_str(), b.seq, b.digest.as_str(), &b.outputs),
+            ("r1", skipped[1], "digest-b", &outputs(2))
+        );
+    }
+
+    #[test]
+    fn a_reuse_of_anything_but_the_latest_success_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(&dir.path().join("j.db")).unwrap();
+        new_run(&journal, "r1");
+        let seqs = journal.append(&[succeeded("a", "r1", 1), succeeded("a", "r1", 2)]).unwrap();
+        new_run(&journal, "r2");
+        journal.append(&[reused("r2", &[("a", "r1", seqs[0])])]).unwrap();
+        let err = History::read(&journal).unwrap().prior(&journal, "rb", Some("r2"), false).unwrap_err();
+        assert!(err.to_string().contains("not the latest success"), "{err}");
     }
 }

@@ -14,6 +14,8 @@ use crate::plan::history::History;
 #[derive(Clone, Debug)]
 pub struct Done {
     pub run_id: String,
+    /// The event that holds this outcome: what a reuse of it names.
+    pub seq: i64,
     pub digest: String,
     pub input_digests: Map<String, Value>,
     pub outputs: Map<String, Value>,

@@ -95,6 +95,20 @@ impl Reporter for HumanReporter {
                     self.line(format!("{} skip  {step}: {reason}", self.counter()));
                 }
             }
+            EngineEvent::StepsReused { steps, reason } => {
+                self.finished += steps.len();
+                if let Some(bar) = &self.overall {
+                    bar.inc(steps.len() as u64);
+                }
+                if self.mode == DisplayMode::Lines {
+                    // One line however many: a resume of a long run lists none of them.
+                    let what = match steps.as_slice() {
+                        [one] => one.clone(),
+                        many => format!("{} steps", many.len()),
+                    };
+                    self.line(format!("{} reuse {what}: {reason}", self.counter()));
+                }
+            }
             EngineEvent::StepStarted { step, attempt, reason } => {
                 if let Some(multi) = &self.multi {
                     let spinner = multi.add(ProgressBar::new_spinner());

@@ -215,6 +215,13 @@ impl Timeline {
                         let kind = SpanKind::Reused { from_run: d.from_run.clone() };
                         builder.push(i, at, at, kind, None, d.reason.clone());
                     }
+                    EventData::StepsReused(d) => {
+                        for step in &d.steps {
+                            let i = builder.lane(&run.id, &step.step, &step.kind);
+                            let kind = SpanKind::Reused { from_run: step.from_run.clone() };
+                            builder.push(i, at, at, kind, None, step.reason(&run.id));
+                        }
+                    }
                     EventData::GateWaiting(d) => {
                         let Some(i) = lane(&mut builder, "gate") else { continue };
                         builder.open[i].wait = Some((at, SpanKind::ApprovalWait, d.prompt.clone()));

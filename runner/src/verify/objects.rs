@@ -27,6 +27,28 @@ pub fn made_by(journal: &Journal, runbook: Option<&Runbook>, run_id: &str) -> an
     let mut started: HashMap<(String, Option<u32>), Value> = HashMap::new();
     let mut earlier: HashMap<String, Vec<Event>> = HashMap::new();
     for event in &events {
+        if let EventData::StepsReused(d) = &event.data {
+            for reused in &d.steps {
+                // The outputs are those of the event it names; the inputs those of the attempt
+                // reused, in the run that made it.
+                let Some(outputs) = journal.event(reused.from_seq)?.and_then(|e| e.data.reused_outputs().cloned())
+                else {
+                    continue;
+                };
+                if !earlier.contains_key(&reused.from_run) {
+                    earlier.insert(reused.from_run.clone(), journal.events_for_run(&reused.from_run)?);
+                }
+                let inputs = reused_inputs(&earlier[&reused.from_run], &reused.step).unwrap_or(Value::Null);
+                made.push(Made {
+                    step: reused.step.clone(),
+                    kind: reused.kind.clone(),
+                    inputs,
+                    outputs,
+                    recorded_fields: Vec::new(),
+                });
+            }
+            continue;
+        }
         let Some(step) = &event.step else { continue };
         match &event.data {
             EventData::StepStarted(d) => {
