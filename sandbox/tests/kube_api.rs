@@ -403,3 +403,202 @@ async fn patches_keep_no_ops_free_and_refuse_strategic_merge_on_custom_resources
     assert_eq!(status.body["metadata"]["generation"], 2, "status writes leave generation");
     api.server.shutdown().await;
 }
+
+/// Polls `path` until `done` holds for its body (controllers work in the background).
+async fn eventually(api: &Api, path: &str, done: impl Fn(&Answer) -> bool) -> Answer {
+    for _ in 0..200 {
+        let answer = api.admin("GET", path, None).await;
+        if done(&answer) {
+            return answer;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("{path} never reached the expected state");
+}
+
+#[tokio::test]
+async fn built_in_kinds_get_the_real_servers_defaults() {
+    let api = Api::start().await;
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 80}]}]}}}});
+    let created = api.admin("POST", "/apis/apps/v1/namespaces/default/deployments", Some(deployment)).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let spec = &created.body["spec"];
+    assert_eq!(spec["replicas"], 1);
+    assert_eq!(
+        spec["strategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+    );
+    assert_eq!(
+        (spec["revisionHistoryLimit"].as_i64(), spec["progressDeadlineSeconds"].as_i64()),
+        (Some(10), Some(600))
+    );
+    let pod_spec = &spec["template"]["spec"];
+    for (field, value) in [
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("restartPolicy", json!("Always")),
+        ("schedulerName", json!("default-scheduler")),
+        ("securityContext", json!({})),
+        ("terminationGracePeriodSeconds", json!(30)),
+    ] {
+        assert_eq!(pod_spec[field], value, "{field}");
+    }
+    let container = &pod_spec["containers"][0];
+    assert_eq!(container["imagePullPolicy"], "IfNotPresent");
+    assert_eq!(container["terminationMessagePath"], "/dev/termination-log");
+    assert_eq!(container["terminationMessagePolicy"], "File");
+    assert_eq!(container["resources"], json!({}));
+    assert_eq!(container["ports"][0]["protocol"], "TCP");
+    assert!(container.get("env").is_none(), "no field is invented as null: {container}");
+
+    // The controller's ReplicaSet and pods carry the same; pods also what admission adds.
+    let rolled = eventually(&api, "/apis/apps/v1/namespaces/default/deployments/web", |a| {
+        a.body["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+    })
+    .await;
+    assert_eq!(rolled.body["metadata"]["generation"], 1, "an annotation is not a spec change");
+    let pods = eventually(&api, "/api/v1/namespaces/default/pods?labelSelector=app%3Dweb", |a| {
+        a.body["items"].as_array().is_some_and(|i| !i.is_empty())
+    })
+    .await;
+    let pod = &pods.body["items"][0]["spec"];
+    assert_eq!(
+        (pod["serviceAccountName"].as_str(), pod["enableServiceLinks"].as_bool()),
+        (Some("default"), Some(true))
+    );
+    assert_eq!(pod["priority"], 0);
+    assert!(pod["volumes"][0]["name"].as_str().unwrap().starts_with("kube-api-access-"), "{pod}");
+
+    let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}});
+    let svc = api.admin("POST", "/api/v1/namespaces/default/services", Some(service)).await.body;
+    assert_eq!(svc["spec"]["sessionAffinity"], "None");
+    assert_eq!(svc["spec"]["ipFamilies"], json!(["IPv4"]));
+    assert_eq!(svc["spec"]["ipFamilyPolicy"], "SingleStack");
+    assert_eq!(svc["spec"]["internalTrafficPolicy"], "Cluster");
+    assert_eq!(svc["spec"]["ports"][0], json!({"port": 80, "protocol": "TCP", "targetPort": 80}));
+    assert_eq!(svc["spec"]["clusterIPs"][0], svc["spec"]["clusterIP"]);
+    let node_port = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "np"},
+        "spec": {"type": "NodePort", "ports": [{"port": 80}]}});
+    let np = api.admin("POST", "/api/v1/namespaces/default/services", Some(node_port)).await.body;
+    let port = np["spec"]["ports"][0]["nodePort"].as_i64().unwrap();
+    assert!((30000..=32767).contains(&port), "{np}");
+    assert_eq!(np["spec"]["externalTrafficPolicy"], "Cluster");
+
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"a": "b"}});
+    let secret = api.admin("POST", "/api/v1/namespaces/default/secrets", Some(secret)).await.body;
+    assert_eq!((secret["type"].as_str(), secret["data"]["a"].as_str()), (Some("Opaque"), Some("Yg==")));
+}
+
+#[tokio::test]
+async fn every_namespace_has_the_root_ca_and_a_default_service_account() {
+    let api = Api::start().await;
+    let seeded = api.admin("GET", "/api/v1/configmaps", None).await.body;
+    let namespaces: Vec<&str> = seeded["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["metadata"]["name"] == "kube-root-ca.crt")
+        .map(|c| c["metadata"]["namespace"].as_str().unwrap())
+        .collect();
+    assert_eq!(namespaces, ["default", "kube-node-lease", "kube-public", "kube-system"]);
+    let ca = &seeded["items"][0];
+    assert_eq!(ca["data"]["ca.crt"], api.server.ca_pem());
+    assert!(
+        ca["metadata"]["annotations"]["kubernetes.io/description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Contains a CA bundle")
+    );
+
+    api.admin("POST", "/api/v1/namespaces", Some(json!({"metadata": {"name": "fresh"}}))).await;
+    eventually(&api, "/api/v1/namespaces/fresh/serviceaccounts/default", |a| a.status == 200).await;
+    eventually(&api, "/api/v1/namespaces/fresh/configmaps/kube-root-ca.crt", |a| a.status == 200).await;
+    // Deleted or edited, the controllers put them back.
+    let token = api.server.admin_token().to_string();
+    let edit = serde_json::to_vec(&json!({"data": {"ca.crt": "not a CA"}})).unwrap();
+    let path = "/api/v1/namespaces/fresh/configmaps/kube-root-ca.crt";
+    let edited = api.call("PATCH", path, Some(&token), "application/merge-patch+json", "application/json", edit).await;
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    eventually(&api, path, |a| a.body["data"]["ca.crt"] == api.server.ca_pem()).await;
+    api.admin("DELETE", path, None).await;
+    let back = eventually(&api, path, |a| a.status == 200).await;
+    assert_eq!(back.body["data"]["ca.crt"], api.server.ca_pem());
+    api.admin("DELETE", "/api/v1/namespaces/fresh/serviceaccounts/default", None).await;
+    eventually(&api, "/api/v1/namespaces/fresh/serviceaccounts/default", |a| a.status == 200).await;
+    // A terminating namespace is emptied for good.
+    api.admin("DELETE", "/api/v1/namespaces/fresh", None).await;
+    eventually(&api, "/api/v1/namespaces/fresh", |a| a.status == 404).await;
+    let left = api.admin("GET", "/api/v1/namespaces/fresh/configmaps", None).await.body;
+    assert_eq!(left["items"], json!([]));
+}
+
+#[tokio::test]
+async fn lists_read_at_an_exact_or_newer_resource_version() {
+    let api = Api::start().await;
+    let before = api.admin("GET", "/api/v1/namespaces/default/configmaps", None).await.body;
+    let rv = before["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let cm = json!({"metadata": {"name": "later"}, "data": {"k": "1"}});
+    api.admin("POST", "/api/v1/namespaces/default/configmaps", Some(cm)).await;
+    let names = |body: &Value| -> Vec<String> {
+        body["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap().to_string()).collect()
+    };
+    let exact = api
+        .admin(
+            "GET",
+            &format!("/api/v1/namespaces/default/configmaps?resourceVersion={rv}&resourceVersionMatch=Exact"),
+            None,
+        )
+        .await;
+    assert_eq!(exact.status, 200, "{}", exact.body);
+    assert_eq!(exact.body["metadata"]["resourceVersion"], rv.as_str());
+    assert_eq!(names(&exact.body), names(&before));
+    let newer = api
+        .admin(
+            "GET",
+            &format!("/api/v1/namespaces/default/configmaps?resourceVersion={rv}&resourceVersionMatch=NotOlderThan"),
+            None,
+        )
+        .await
+        .body;
+    assert!(names(&newer).contains(&"later".to_string()), "{newer}");
+
+    for (query, code, reason, message) in [
+        (
+            "resourceVersionMatch=Exact".to_string(),
+            422,
+            "Invalid",
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ),
+        (
+            "resourceVersion=0&resourceVersionMatch=Exact".to_string(),
+            422,
+            "Invalid",
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+        ),
+        (
+            "resourceVersion=1&resourceVersionMatch=Latest".to_string(),
+            422,
+            "Invalid",
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Unsupported value: \"Latest\": supported values: \"Exact\", \"NotOlderThan\", \"\"",
+        ),
+        (
+            "resourceVersion=5&resourceVersionMatch=Exact".to_string(),
+            410,
+            "Expired",
+            "too old resource version: 5 (1000)",
+        ),
+        (
+            "resourceVersion=99999999&resourceVersionMatch=NotOlderThan".to_string(),
+            504,
+            "Timeout",
+            "Too large resource version: 99999999, current: ",
+        ),
+    ] {
+        let answer = api.admin("GET", &format!("/api/v1/namespaces/default/configmaps?{query}"), None).await;
+        assert_eq!(answer.status, code, "{query}: {}", answer.body);
+        assert_eq!(answer.body["reason"], reason, "{query}");
+        assert!(answer.body["message"].as_str().unwrap().starts_with(message), "{query}: {}", answer.body);
+    }
+}

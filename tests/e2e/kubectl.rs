@@ -14,7 +14,7 @@ use crate::support::{TestEnv, runbook_bin};
 const KUBECTL: &str = "/usr/bin/kubectl";
 
 /// `runbook sandbox up` in its own process, and kubectl pointed at its kubeconfig.
-struct Cluster {
+pub(crate) struct Cluster {
     child: Child,
     kubeconfig: PathBuf,
     cache: PathBuf,
@@ -27,14 +27,14 @@ impl Drop for Cluster {
     }
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 impl Cluster {
-    fn start(dir: &Path) -> Cluster {
+    pub(crate) fn start(dir: &Path) -> Cluster {
         assert!(
             Path::new(KUBECTL).exists(),
             "kubectl 1.32 is required at {KUBECTL} for the conformance test (Debian's kubernetes-client 1.20 is too old)"
@@ -63,13 +63,13 @@ impl Cluster {
         Cluster { child, kubeconfig, cache: dir.join("kube-cache") }
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(KUBECTL);
         c.env("KUBECONFIG", &self.kubeconfig).env_remove("HTTPS_PROXY").arg("--cache-dir").arg(&self.cache).args(args);
         c
     }
 
-    fn run(&self, args: &[&str]) -> Out {
+    pub(crate) fn run(&self, args: &[&str]) -> Out {
         let o = self.command(args).output().expect("kubectl runs");
         Out {
             code: o.status.code().unwrap_or(-1),
@@ -79,7 +79,7 @@ impl Cluster {
     }
 
     /// Runs and expects success; returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
         assert_eq!(out.code, 0, "kubectl {args:?} failed:\n{}{}", out.stdout, out.stderr);
         out.stdout
@@ -94,7 +94,7 @@ impl Cluster {
 }
 
 /// Column headers and the first cells of each line, whitespace-normalised.
-fn words(line: &str) -> Vec<&str> {
+pub(crate) fn words(line: &str) -> Vec<&str> {
     line.split_whitespace().collect()
 }
 
@@ -517,11 +517,13 @@ fn real_kubectl_looks_around_like_on_a_real_cluster() {
     );
     assert_eq!(cluster.ok(&["label", "deploy", "web", "tier=back", "--overwrite"]), "deployment.apps/web labeled\n");
     assert_eq!(cluster.ok(&["label", "deploy", "web", "tier-"]), "deployment.apps/web unlabeled\n");
-    assert_eq!(cluster.ok(&["annotate", "deploy", "web", "note=a"]), "deployment.apps/web annotated\n");
-    assert_eq!(cluster.ok(&["annotate", "deploy", "web", "note-"]), "deployment.apps/web annotated\n");
+    assert_eq!(cluster.ok(&["annotate", "service", "web", "note=a"]), "service/web annotated\n");
+    assert_eq!(cluster.ok(&["annotate", "service", "web", "note-"]), "service/web annotated\n");
+    let meta: serde_json::Value =
+        serde_json::from_str(&cluster.ok(&["get", "service", "web", "-o", "jsonpath={.metadata}"])).unwrap();
+    assert!(meta.get("annotations").is_none(), "{meta}");
     let meta: serde_json::Value =
         serde_json::from_str(&cluster.ok(&["get", "deploy", "web", "-o", "jsonpath={.metadata}"])).unwrap();
-    assert!(meta.get("annotations").is_none(), "{meta}");
     assert_eq!(meta["labels"], serde_json::json!({"app": "web"}));
     let cm = env.write(
         "cm.yaml",

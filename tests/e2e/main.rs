@@ -19,6 +19,7 @@ mod invalid_inputs;
 mod journal_trust;
 mod kube_resume;
 mod kubectl;
+mod kubectl_fresh;
 mod phase1;
 mod phase2;
 mod phase3;

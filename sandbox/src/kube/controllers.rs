@@ -19,6 +19,7 @@ use super::catalog::ResourceDef;
 use super::defaults;
 use super::objects::{self, DeleteOptions, Part, WriteOptions};
 use super::patch::Patch;
+use super::publishers;
 use super::store::{EventType, Store, StoreEvent};
 
 const NODE: &str = "sandbox-node-1";
@@ -78,7 +79,7 @@ fn seed_rbac(store: &mut Store) {
 }
 
 /// The namespaces, node, `kubernetes` service and default RBAC of a fresh cluster.
-pub(crate) fn seed(store: &mut Store) {
+pub(crate) fn seed(store: &mut Store, ca_pem: &str) {
     seed_rbac(store);
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         put(store, "namespaces", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
@@ -110,6 +111,9 @@ pub(crate) fn seed(store: &mut Store) {
             "spec": {"type": "ClusterIP", "clusterIP": "172.30.0.1", "clusterIPs": ["172.30.0.1"], "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]},
         }),
     );
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        publishers::publish(store, ns, ca_pem);
+    }
 }
 
 /// Starts the controllers of one server; they stop on `shutdown`.
@@ -162,8 +166,11 @@ fn resync(shared: &Arc<KubeShared>) {
             store.list("replicasets.apps", None).into_iter().cloned().collect::<Vec<_>>(),
         )
     };
-    for ns in namespaces.iter().filter(|n| deleting(n)) {
-        finalize_namespace(shared, &name_of(ns).1);
+    for ns in &namespaces {
+        match deleting(ns) {
+            true => finalize_namespace(shared, &name_of(ns).1),
+            false => publishers::publish(&mut shared.store(), &name_of(ns).1, &shared.ca_pem),
+        }
     }
     for d in &deployments {
         let (ns, name) = name_of(d);
@@ -177,6 +184,10 @@ fn resync(shared: &Arc<KubeShared>) {
 
 fn react(shared: &Arc<KubeShared>, ev: &StoreEvent) {
     let ns = (!ev.namespace.is_empty()).then_some(ev.namespace.as_str());
+    if publishers::concerns(&ev.resource, &ev.name) {
+        let namespace = if ev.resource == "namespaces" { &ev.name } else { &ev.namespace };
+        publishers::publish(&mut shared.store(), namespace, &shared.ca_pem);
+    }
     if ev.event == EventType::Deleted {
         collect_dependents_of(shared, &ev.object);
         release_owners(shared, &ev.object);
@@ -387,8 +398,22 @@ fn owner_reference(owner: &Value, api_version: &str, kind: &str) -> Value {
     })
 }
 
+/// `value` with every object's keys sorted, so equal templates hash alike whatever order
+/// their fields arrived in (a rollback sends the old template back in another order).
+fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(keys.into_iter().map(|k| (k.clone(), canonical(&map[k]))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
 fn template_hash(template: &Value) -> String {
-    let digest = Sha256::digest(template.to_string().as_bytes());
+    let digest = Sha256::digest(canonical(template).to_string().as_bytes());
     // Like the real pod-template-hash: short and made of DNS-safe characters.
     digest[..5].iter().map(|b| format!("{:02x}", b)).collect::<String>().replace(['a', 'e', 'i', 'o', 'u'], "7")
 }
@@ -507,7 +532,7 @@ fn reconcile_deployment(shared: &Arc<KubeShared>, ns: Option<&str>, name: &str) 
             selector["matchLabels"]["pod-template-hash"] = json!(hash);
             let mut pod_template = template.clone();
             pod_template["metadata"]["labels"] = labels.clone();
-            let revision = owned.len() + 1;
+            let revision = owned.iter().map(revision_of).max().unwrap_or(0) + 1;
             let rs = json!({
                 "apiVersion": "apps/v1", "kind": "ReplicaSet",
                 "metadata": {
@@ -548,6 +573,7 @@ fn reconcile_deployment(shared: &Arc<KubeShared>, ns: Option<&str>, name: &str) 
         }
     }
     let owned = owned_by(shared, "replicasets.apps", ns, &uid);
+    mark_revision(shared, &dep, &owned, &rs_name);
     let sum = |field: &str| owned.iter().map(|rs| rs["status"][field].as_i64().unwrap_or(0)).sum::<i64>();
     let current = owned.iter().find(|rs| rs["metadata"]["name"] == rs_name.as_str());
     let updated = current.map(|rs| rs["status"]["replicas"].as_i64().unwrap_or(0)).unwrap_or(0);
@@ -585,6 +611,42 @@ fn reconcile_deployment(shared: &Arc<KubeShared>, ns: Option<&str>, name: &str) 
         }
     }
     write_status(shared, "deployments.apps", ns, name, status);
+}
+
+const REVISION: &str = "deployment.kubernetes.io/revision";
+
+fn revision_of(rs: &Value) -> u64 {
+    rs["metadata"]["annotations"][REVISION].as_str().and_then(|r| r.parse().ok()).unwrap_or(0)
+}
+
+/// The ReplicaSet of the current template carries the newest revision (a rollback makes an
+/// old one newest again), and the Deployment is annotated with it, as `kubectl rollout
+/// history` and `undo` read them.
+fn mark_revision(shared: &KubeShared, dep: &Value, owned: &[Value], current: &str) {
+    let Some(rs) = owned.iter().find(|rs| rs["metadata"]["name"] == current) else { return };
+    let newest_other = owned.iter().filter(|o| o["metadata"]["name"] != current).map(revision_of).max().unwrap_or(0);
+    let mut revision = revision_of(rs);
+    let (ns, _) = name_of(dep);
+    let annotate = |resource: &str, name: &str, value: u64| {
+        let Some(res) = def(shared, resource) else { return };
+        let patch = Patch::Merge(json!({"metadata": {"annotations": {REVISION: value.to_string()}}}));
+        let _ = objects::patch(
+            &mut shared.store(),
+            &res,
+            ns.as_deref(),
+            name,
+            Part::Main,
+            &patch,
+            &WriteOptions::manager(CONTROLLER_MANAGER),
+        );
+    };
+    if revision <= newest_other {
+        revision = newest_other + 1;
+        annotate("replicasets.apps", current, revision);
+    }
+    if dep["metadata"]["annotations"][REVISION].as_str() != Some(revision.to_string().as_str()) {
+        annotate("deployments.apps", dep["metadata"]["name"].as_str().unwrap_or_default(), revision);
+    }
 }
 
 fn pod_ready(pod: &Value) -> bool {

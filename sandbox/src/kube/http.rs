@@ -438,7 +438,12 @@ async fn route_inner(
             }
         }
         "list" => {
-            let query = list_query(req, &target.res)?;
+            let mut query = list_query(req, &target.res)?;
+            query.read = objects::ReadAt::parse(
+                req.query("resourceVersion"),
+                req.query("resourceVersionMatch"),
+                query.continue_token.is_some(),
+            )?;
             let store = shared.store();
             let list = objects::list(&store, &target.res, target.namespace.as_deref(), &query)?;
             if wants_table {
@@ -683,6 +688,7 @@ fn list_query(req: &Req, res: &ResourceDef) -> Result<ListQuery, KubeError> {
         fields: FieldSelector::parse(req.query("fieldSelector").unwrap_or_default(), &res.kind)?,
         limit: req.query("limit").and_then(|l| l.parse().ok()),
         continue_token: req.query("continue").filter(|c| !c.is_empty()).map(str::to_string),
+        read: objects::ReadAt::default(),
     })
 }
 

@@ -156,10 +156,13 @@ pub fn merge_applied(target: &mut Value, applied: &Value) {
     }
 }
 
+/// The key a list of objects merges on: the merge keys of the built-in kinds' lists
+/// (containers, env and volumes by name, conditions by type, container and service ports
+/// by port, volume mounts by path).
 fn list_key(items: &[Value]) -> Option<&'static str> {
-    ["name", "type"]
+    ["name", "type", "containerPort", "port", "mountPath", "devicePath"]
         .into_iter()
-        .find(|k| !items.is_empty() && items.iter().all(|i| i.get(*k).is_some_and(Value::is_string)))
+        .find(|k| !items.is_empty() && items.iter().all(|i| i.get(*k).is_some_and(|v| v.is_string() || v.is_number())))
 }
 
 pub(crate) fn merge_list(target: &mut Value, applied: &Value) {
@@ -201,7 +204,7 @@ pub fn apply(
         for owned in &e.fields {
             for path in applied_fields.iter().filter(|p| fields::overlaps(p, owned)) {
                 let longer = if path.len() >= owned.len() { path } else { owned };
-                if fields::value_at(current, longer) != fields::value_at(applied, longer) {
+                if would_change(fields::value_at(current, longer), fields::value_at(applied, longer)) {
                     conflicts.push((e.describe(), owned.clone()));
                     break;
                 }
@@ -241,6 +244,23 @@ pub fn apply(
     assign(&mut list, manager, "Apply", subresource, api_version, applied_fields, true, now);
     store_entries(&mut merged, list);
     Ok(merged)
+}
+
+/// Whether applying `applied` over `current` changes it. Lists keyed by name merge item by
+/// item, so a container list that the server filled with defaults (or another manager
+/// wrote) does not conflict with an applied list that says the same about fewer fields.
+fn would_change(current: Option<&Value>, applied: Option<&Value>) -> bool {
+    match (current, applied) {
+        (Some(c), Some(a)) => {
+            let mut merged = c.clone();
+            match (c.is_array(), a.is_array()) {
+                (true, true) => merge_list(&mut merged, a),
+                _ => merge_applied(&mut merged, a),
+            }
+            merged != *c
+        }
+        (c, a) => c != a,
+    }
 }
 
 /// An applied configuration without what only the server sets.
@@ -293,6 +313,17 @@ mod tests {
             .map(|e| e["manager"].as_str().unwrap())
             .collect();
         assert_eq!(managers, ["kubectl"]);
+        // A list the server defaulted does not conflict with one that says less about it.
+        let mut defaulted = json!({"apiVersion": "v1", "kind": "X", "metadata": {"name": "b"},
+            "spec": {"containers": [{"name": "c", "image": "i", "imagePullPolicy": "Always"}]}});
+        record_update(None, &mut defaulted, "kubectl-client-side-apply", None, "v1", NOW);
+        let same = json!({"apiVersion": "v1", "kind": "X", "metadata": {"name": "b"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        let taken = apply(&defaulted, &same, "kubectl", false, None, "v1", "xs", "b", NOW).unwrap();
+        assert_eq!(taken["spec"], defaulted["spec"]);
+        let other = json!({"apiVersion": "v1", "kind": "X", "metadata": {"name": "b"},
+            "spec": {"containers": [{"name": "c", "image": "j"}]}});
+        assert_eq!(apply(&defaulted, &other, "kubectl", false, None, "v1", "xs", "b", NOW).unwrap_err().code, 409);
         // The same apply again changes nothing.
         let again = apply(&forced, &applied, "kubectl", false, None, "v1", "xs", "a", NOW).unwrap();
         assert_eq!(again, forced);

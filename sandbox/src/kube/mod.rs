@@ -23,7 +23,9 @@ mod managed;
 mod objects;
 mod openapi;
 mod patch;
+mod pod_defaults;
 mod protobuf;
+mod publishers;
 mod selectors;
 mod store;
 mod tables;
@@ -112,6 +114,8 @@ pub(crate) struct KubeShared {
     pub log: Mutex<Vec<LoggedRequest>>,
     /// `https://127.0.0.1:PORT`
     pub url: String,
+    /// The CA that signs the serving certificate, published as `kube-root-ca.crt`.
+    pub ca_pem: String,
 }
 
 impl KubeShared {
@@ -149,7 +153,7 @@ impl KubeApiServer {
         let port = listener.local_addr()?.port();
         let mut store = store::Store::new(config.clock.clone());
         if config.seed_cluster {
-            controllers::seed(&mut store);
+            controllers::seed(&mut store, ca.pem());
         }
         let shared = Arc::new(KubeShared {
             faults: Mutex::new(FaultInjector::new(config.faults.clone())),
@@ -157,6 +161,7 @@ impl KubeApiServer {
             store: Mutex::new(store),
             log: Mutex::new(Vec::new()),
             url: format!("https://127.0.0.1:{port}"),
+            ca_pem: ca.pem().to_string(),
         });
         let (shutdown, shutdown_rx) = signal::channel(false);
         let mut tasks = vec![tokio::spawn(http::serve(

@@ -167,6 +167,71 @@ pub struct ListQuery {
     pub fields: FieldSelector,
     pub limit: Option<usize>,
     pub continue_token: Option<String>,
+    /// Which state of the collection to read (`resourceVersion` and `resourceVersionMatch`).
+    pub read: ReadAt,
+}
+
+/// The `resourceVersion`/`resourceVersionMatch` pair of a list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReadAt {
+    /// No resourceVersion, or `0`: the newest state.
+    #[default]
+    Latest,
+    /// `resourceVersion=N` alone or with `NotOlderThan`: any state at least as new.
+    NotOlderThan(u64),
+    /// `resourceVersionMatch=Exact`: the state at exactly N.
+    Exact(u64),
+}
+
+impl ReadAt {
+    /// Validates the pair as the API server's `ValidateListOptions` does.
+    pub fn parse(resource_version: Option<&str>, matching: Option<&str>, continued: bool) -> Result<ReadAt, KubeError> {
+        let rv = resource_version.unwrap_or_default();
+        let matching = matching.unwrap_or_default();
+        let mut problems: Vec<(String, String)> = Vec::new();
+        let field = "resourceVersionMatch".to_string();
+        if !matching.is_empty() {
+            if rv.is_empty() {
+                problems.push((
+                    field.clone(),
+                    "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided".into(),
+                ));
+            }
+            if continued {
+                problems.push((
+                    field.clone(),
+                    "Forbidden: resourceVersionMatch is forbidden when continue is provided".into(),
+                ));
+            }
+            if matching != "Exact" && matching != "NotOlderThan" {
+                problems.push((
+                    field.clone(),
+                    format!("Unsupported value: \"{matching}\": supported values: \"Exact\", \"NotOlderThan\", \"\""),
+                ));
+            }
+            if matching == "Exact" && rv == "0" {
+                problems.push((
+                    field,
+                    "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"".into(),
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(KubeError::invalid("ListOptions", "meta.k8s.io", "", &problems));
+        }
+        if rv.is_empty() || rv == "0" {
+            return Ok(ReadAt::Latest);
+        }
+        let n: u64 = rv.parse().map_err(|_| KubeError::bad_request(format!("invalid resource version \"{rv}\"")))?;
+        Ok(if matching == "Exact" { ReadAt::Exact(n) } else { ReadAt::NotOlderThan(n) })
+    }
+}
+
+/// A resourceVersion newer than the server's: the real server waits a few seconds for it,
+/// then answers 504.
+fn too_large(requested: u64, current: u64) -> KubeError {
+    KubeError::new(504, "Timeout", format!("Too large resource version: {requested}, current: {current}"))
+        .with_details(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}))
 }
 
 pub fn matches(query: &ListQuery, obj: &Value) -> bool {
@@ -176,7 +241,15 @@ pub fn matches(query: &ListQuery, obj: &Value) -> bool {
 /// LIST: `{kind: XList, apiVersion, metadata: {resourceVersion, continue?}, items}`.
 pub fn list(store: &Store, res: &ResourceDef, namespace: Option<&str>, query: &ListQuery) -> Result<Value, KubeError> {
     let ns = if res.namespaced { namespace } else { None };
-    let all: Vec<&Value> = store.list(&res.key(), ns).into_iter().filter(|o| matches(query, o)).collect();
+    let current = store.current_rv();
+    let (snapshot, at) = match query.read {
+        ReadAt::NotOlderThan(n) | ReadAt::Exact(n) if n > current => return Err(too_large(n, current)),
+        ReadAt::Exact(n) => {
+            (store.list_at(&res.key(), ns, n).ok_or_else(|| KubeError::expired(n, store.oldest_rv()))?, Some(n))
+        }
+        _ => (store.list(&res.key(), ns).into_iter().cloned().collect(), None),
+    };
+    let all: Vec<&Value> = snapshot.iter().filter(|o| matches(query, o)).collect();
     // The continue token is the offset into the list at the time it was issued, plus its RV.
     let start = match &query.continue_token {
         Some(token) => token
@@ -187,7 +260,7 @@ pub fn list(store: &Store, res: &ResourceDef, namespace: Option<&str>, query: &L
     };
     let rv = match &query.continue_token {
         Some(token) => token.split_once(':').map(|(rv, _)| rv.to_string()).unwrap_or_default(),
-        None => store.current_rv().to_string(),
+        None => at.unwrap_or(current).to_string(),
     };
     let end = query.limit.filter(|l| *l > 0).map(|l| (start + l).min(all.len())).unwrap_or(all.len());
     let items: Vec<Value> =

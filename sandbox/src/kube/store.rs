@@ -105,6 +105,40 @@ impl Store {
             .unwrap_or_default()
     }
 
+    /// Objects of a resource as they were at `rv` (`resourceVersionMatch=Exact`): today's
+    /// objects with every later change undone. `None` when history no longer reaches back.
+    pub fn list_at(&self, resource: &str, namespace: Option<&str>, rv: u64) -> Option<Vec<Value>> {
+        if rv < self.oldest_rv {
+            return None;
+        }
+        let mut objects: BTreeMap<ObjectKey, Value> = self
+            .objects
+            .get(resource)
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        for ev in self.history.iter().rev().take_while(|e| e.rv > rv).filter(|e| e.resource == resource) {
+            let key = (ev.namespace.clone(), ev.name.clone());
+            match (ev.event, &ev.previous) {
+                (EventType::Added, _) => {
+                    objects.remove(&key);
+                }
+                (_, Some(previous)) => {
+                    objects.insert(key, previous.clone());
+                }
+                (_, None) => {
+                    objects.remove(&key);
+                }
+            }
+        }
+        Some(
+            objects
+                .into_iter()
+                .filter(|((ns, _), _)| namespace.is_none_or(|want| ns == want))
+                .map(|(_, v)| v)
+                .collect(),
+        )
+    }
+
     /// Every (resource, namespace, name) present, for cascades and namespace deletion.
     pub fn keys(&self) -> Vec<(String, String, String)> {
         self.objects.iter().flat_map(|(r, m)| m.keys().map(move |(ns, n)| (r.clone(), ns.clone(), n.clone()))).collect()
