@@ -843,3 +843,54 @@ async fn a_paused_cluster_resumes_when_the_sandbox_clock_passes_its_pause() {
     );
     rig.sandbox.shutdown().await;
 }
+
+/// Every time the controllers write follows the sandbox clock, as the Kubernetes API's own
+/// objects do: on a simulated clock set decades from the real time, conditions, the version
+/// history, the hosted cluster's ClusterVersion and nodes, and the events all carry its time.
+#[tokio::test]
+async fn the_controllers_date_what_they_write_on_the_sandbox_clock() {
+    let start: jiff::Timestamp = "2099-01-01T00:00:00Z".parse().unwrap();
+    let config = SandboxConfig { clock: Clock::simulated(start), ..SandboxConfig::instant() };
+    let rig = Rig::start_with(config, Breakage::default()).await;
+    rig.sandbox.clock().advance(Duration::from_secs(3600));
+    rig.create_cluster(1);
+    rig.wait_for_condition("Available", "True").await;
+    pool_converges(&rig, 1).await;
+
+    // A time of the sandbox's, written after the clock was moved an hour past its start.
+    let simulated = |what: &str, t: &Value| {
+        let t = t.as_str().unwrap_or_else(|| panic!("{what}: no time in {t}"));
+        assert!(t.starts_with("2099-01-01T01:"), "{what} is dated {t}, not on the sandbox clock");
+    };
+    let conditions = |obj: &Value| obj["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    for (kind, obj) in [("HostedCluster", rig.hc()), ("NodePool", rig.node_pool())] {
+        assert!(!conditions(&obj).is_empty(), "{kind} has conditions: {obj}");
+        for c in conditions(&obj) {
+            simulated(&format!("{kind} condition {}", c["type"]), &c["lastTransitionTime"]);
+        }
+    }
+    let history = &rig.hc()["status"]["version"]["history"][0];
+    simulated("version startedTime", &history["startedTime"]);
+    simulated("version completionTime", &history["completionTime"]);
+
+    let hosted = rig.sandbox.hosted_cluster(NS, NAME).expect("the hosted cluster's API runs");
+    let version = hosted.get("clusterversions.config.openshift.io", None, "version").unwrap();
+    for c in conditions(&version) {
+        simulated(&format!("ClusterVersion condition {}", c["type"]), &c["lastTransitionTime"]);
+    }
+    let nodes = hosted.list("nodes", None, None).unwrap();
+    assert!(!nodes.is_empty());
+    for node in &nodes {
+        for c in conditions(node) {
+            simulated(&format!("node condition {}", c["type"]), &c["lastTransitionTime"]);
+            simulated(&format!("node heartbeat {}", c["type"]), &c["lastHeartbeatTime"]);
+        }
+    }
+    let events = rig.mgmt.list("events", Some(NS), None).unwrap();
+    assert!(!events.is_empty(), "the operator records events");
+    for event in &events {
+        simulated(&format!("event {}", event["reason"]), &event["firstTimestamp"]);
+        simulated(&format!("event {}", event["reason"]), &event["lastTimestamp"]);
+    }
+    rig.sandbox.shutdown().await;
+}

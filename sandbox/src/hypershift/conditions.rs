@@ -4,30 +4,32 @@
 
 use serde_json::{Value, json};
 
-use super::now;
-
 pub(crate) struct Conditions {
     previous: Vec<Value>,
     generation: Value,
+    /// When a condition that changes status now transitions.
+    now: String,
     list: Vec<Value>,
     /// NodePool conditions carry a severity instead of observedGeneration-only entries.
     with_severity: bool,
 }
 
 impl Conditions {
-    /// Conditions for `obj`, carrying over transition times from its current status.
-    pub(crate) fn new(obj: &Value) -> Conditions {
+    /// Conditions for `obj`, carrying over transition times from its current status; a
+    /// condition that changes status is dated `now`.
+    pub(crate) fn new(obj: &Value, now: String) -> Conditions {
         Conditions {
             previous: obj["status"]["conditions"].as_array().cloned().unwrap_or_default(),
             generation: obj["metadata"]["generation"].clone(),
+            now,
             list: Vec::new(),
             with_severity: false,
         }
     }
 
     /// NodePool conditions (`NodePoolCondition`): False ones carry a severity.
-    pub(crate) fn for_node_pool(obj: &Value) -> Conditions {
-        Conditions { with_severity: true, ..Conditions::new(obj) }
+    pub(crate) fn for_node_pool(obj: &Value, now: String) -> Conditions {
+        Conditions { with_severity: true, ..Conditions::new(obj, now) }
     }
 
     /// Sets `type_` (replacing an earlier setting in this list).
@@ -36,7 +38,7 @@ impl Conditions {
         let time = old
             .filter(|c| c["status"] == status)
             .map(|c| c["lastTransitionTime"].clone())
-            .unwrap_or_else(|| json!(now()));
+            .unwrap_or_else(|| json!(self.now));
         let mut entry = json!({
             "type": type_, "status": status, "reason": reason, "message": message,
             "lastTransitionTime": time, "observedGeneration": self.generation,

@@ -86,7 +86,7 @@ fn crash_looping(pod: &Value) -> bool {
 /// The pod's container failed (exit 1) and waits to restart, or runs again.
 fn set_pod_health(hs: &Hypershift, pod: &Value, healthy: bool) {
     let (ns, name) = super::name_of(pod);
-    let t = super::now();
+    let t = hs.stamp();
     let mut statuses = pod["status"]["containerStatuses"].as_array().cloned().unwrap_or_default();
     for s in &mut statuses {
         s["ready"] = json!(healthy);

@@ -181,12 +181,12 @@ pub(crate) fn ensure_secrets(hs: &Hypershift, key: &str, hc: &Value) {
     }
 }
 
-/// The hosted cluster's ClusterVersion and ClusterOperators follow the HostedCluster's version.
-pub(crate) fn report_version(handle: &KubeHandle, version: &Value, available: bool) {
+/// The hosted cluster's ClusterVersion and ClusterOperators follow the HostedCluster's version;
+/// their conditions are dated `t`.
+pub(crate) fn report_version(handle: &KubeHandle, version: &Value, available: bool, t: &str) {
     let desired = &version["desired"];
     let progressing = version["history"][0]["state"] != "Completed";
     let release = desired["version"].as_str().unwrap_or_default();
-    let t = super::now();
     let condition = |type_: &str, status: bool, message: &str| json!({"type": type_, "status": if status { "True" } else { "False" }, "lastTransitionTime": t, "message": message});
     if let Ok(cv) = handle.get("clusterversions.config.openshift.io", None, "version") {
         let progress_message =

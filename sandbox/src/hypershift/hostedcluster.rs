@@ -105,7 +105,7 @@ impl ClusterReconciler {
             return Next::Wait;
         }
         let image = hc["spec"]["release"]["image"].as_str().unwrap_or_default().to_string();
-        let mut c = Conditions::new(&hc);
+        let mut c = Conditions::new(&hc, hs.stamp());
         c.set("ReconciliationActive", "True", "AsExpected", "Reconciliation active on resource");
         c.set("SupportedHostedCluster", "True", "AsExpected", "HostedCluster is supported by operator configuration");
         c.set_bool(
@@ -117,7 +117,13 @@ impl ClusterReconciler {
         let mut status = json!({});
         let (next, ready_to_report) = self.progress(hs, &hc, &image, &mut c, &mut status).await;
         let was_available = available(&hc);
-        let version = release::status(&hc["status"]["version"], &image, ready_to_report, &hc["metadata"]["generation"]);
+        let version = release::status(
+            &hc["status"]["version"],
+            &image,
+            ready_to_report,
+            &hc["metadata"]["generation"],
+            &hs.stamp(),
+        );
         if was_available || ready_to_report {
             status["version"] = version.clone();
             status["controlPlaneVersion"] = version.clone();
@@ -130,7 +136,7 @@ impl ClusterReconciler {
         if let Some(handle) = hs.hosted_handle(&self.key)
             && !status["version"].is_null()
         {
-            hosted_api::report_version(&handle, &status["version"], was_available || ready_to_report);
+            hosted_api::report_version(&handle, &status["version"], was_available || ready_to_report, &hs.stamp());
         }
         let becomes_available = !was_available && available(&json!({ "status": &status }));
         // Stamped before the commit: a watcher can see the new status and finish before this

@@ -77,6 +77,12 @@ impl Hypershift {
         self.shared.config.latency.scale_duration(base)
     }
 
+    /// Now on the sandbox's clock, as Kubernetes writes times (RFC 3339, whole seconds): the
+    /// controllers date conditions, versions, pods, nodes and events in the sandbox's time.
+    pub(crate) fn stamp(&self) -> String {
+        crate::kube::stamp(self.shared.clock())
+    }
+
     /// When to look again at something that failed.
     pub(crate) fn retry(&self) -> Duration {
         self.scaled(RETRY).max(MIN_RETRY)
@@ -281,11 +287,6 @@ pub(crate) fn write_status(handle: &KubeHandle, resource: &str, obj: &Value, mut
     handle.patch_status(resource, ns, &name, json!({"status": merge}), OPERATOR).is_ok()
 }
 
-/// RFC 3339 with seconds, as Kubernetes writes times.
-pub(crate) fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
 /// Base64 of secret data.
 pub(crate) fn secret_data(secret: &Value, key: &str) -> Option<Vec<u8>> {
     use base64::Engine;
@@ -315,7 +316,7 @@ pub(crate) fn record_event(
     component: &str,
 ) {
     let (ns, name) = name_of(obj);
-    let t = now();
+    let t = hs.stamp();
     let event = json!({
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"name": format!("{name}.{}", hex::encode(rand::random::<[u8; 8]>())), "namespace": ns},

@@ -46,9 +46,8 @@ fn hc_available(hc: &Value) -> bool {
 }
 
 /// A Ready node for a VM, as the kubelet registers it.
-fn node(name: &str, pool: &str, vm_id: &str, vm_size: &str, location: &str, kubelet: &str) -> Value {
+fn node(name: &str, pool: &str, vm_id: &str, vm_size: &str, location: &str, kubelet: &str, t: &str) -> Value {
     let octet = 4 + name.bytes().map(usize::from).sum::<usize>() % 250;
-    let t = super::now();
     json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": {
@@ -99,7 +98,7 @@ impl NodePoolReconciler {
             super::add_finalizer(hs, NODE_POOLS, &np);
             return Next::Wait;
         }
-        let mut c = Conditions::for_node_pool(&np);
+        let mut c = Conditions::for_node_pool(&np, hs.stamp());
         let auto_repair = np["spec"]["management"]["autoRepair"].as_bool().unwrap_or(false);
         c.set("AutoscalingEnabled", "False", "AsExpected", "");
         c.set_bool("AutorepairEnabled", auto_repair, "AsExpected", "");
@@ -220,7 +219,7 @@ impl NodePoolReconciler {
                     let _ = handle.create(
                         "nodes",
                         None,
-                        node(name, &self.name, id, &vm_size, &location, kubelet),
+                        node(name, &self.name, id, &vm_size, &location, kubelet, &hs.stamp()),
                         "kubelet",
                     );
                 }

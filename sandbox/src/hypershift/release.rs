@@ -4,8 +4,6 @@
 
 use serde_json::{Value, json};
 
-use super::now;
-
 /// The OpenShift version a release image names: `…/ocp-release:4.18.5-multi` gives `4.18.5`;
 /// a digest-only reference keeps its digest.
 pub(crate) fn version_of(image: &str) -> String {
@@ -23,18 +21,18 @@ pub(crate) fn version_of(image: &str) -> String {
 }
 
 /// The version status for `image`: a new `Partial` entry when it is not the newest one,
-/// marked `Completed` when `rolled_out`.
-pub(crate) fn status(previous: &Value, image: &str, rolled_out: bool, generation: &Value) -> Value {
+/// marked `Completed` when `rolled_out`; what starts or completes is dated `now`.
+pub(crate) fn status(previous: &Value, image: &str, rolled_out: bool, generation: &Value, now: &str) -> Value {
     let mut history: Vec<Value> = previous["history"].as_array().cloned().unwrap_or_default();
     if history.first().is_none_or(|h| h["image"].as_str() != Some(image)) {
         history.insert(
             0,
-            json!({"state": "Partial", "version": version_of(image), "image": image, "startedTime": now(), "verified": false}),
+            json!({"state": "Partial", "version": version_of(image), "image": image, "startedTime": now, "verified": false}),
         );
     }
     if rolled_out && history[0]["state"] != "Completed" {
         history[0]["state"] = json!("Completed");
-        history[0]["completionTime"] = json!(now());
+        history[0]["completionTime"] = json!(now);
     }
     json!({
         "desired": {"image": image, "version": version_of(image)},

@@ -40,6 +40,7 @@ use tokio::task::JoinHandle;
 
 pub use authz::{KubeIdentity, PolicyRule};
 pub use catalog::{Column, ResourceDef, ScaleDef};
+pub(crate) use defaults::stamp;
 pub use errors::KubeError;
 pub use handle::KubeHandle;
 pub use objects::{DeleteOptions, Propagation, WriteOptions};
