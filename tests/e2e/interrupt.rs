@@ -121,8 +121,17 @@ impl Drop for KillOnDrop {
 
 /// Starts LONG_RUNBOOK and returns the runner and the step program's pid once it runs.
 fn start_long_step(env: &TestEnv) -> (std::process::Child, KillOnDrop) {
+    start_long_step_on(env, None)
+}
+
+/// [`start_long_step`], the runner on a simulated clock starting at `clock` when given.
+fn start_long_step_on(env: &TestEnv, clock: Option<&str>) -> (std::process::Child, KillOnDrop) {
     let runbook = env.write("signal.toml", LONG_RUNBOOK);
-    let child = env.command(&["run", runbook.to_str().unwrap()]).spawn().expect("start run");
+    let mut command = env.command(&["run", runbook.to_str().unwrap()]);
+    if let Some(start) = clock {
+        command.env("RUNBOOK_TEST_CLOCK", start);
+    }
+    let child = command.spawn().expect("start run");
     wait_for(env, "long-start");
     let pid: u32 = env.log("pids")[0].parse().expect("a pid");
     assert!(alive(pid));
@@ -159,6 +168,22 @@ fn sigterm_stops_the_run_kills_the_step_after_its_grace_and_leaves_no_orphan() {
     assert_eq!(exit.code(), Some(130), "the runner records and exits, not dies: {exit:?}");
     wait_gone(program.0);
     assert_recorded_cancelled(&env);
+}
+
+/// The grace after a SIGTERM is a deadline of the run's clock: on a simulated clock the step is
+/// killed once that clock reaches it, so the journal shows the step given its whole grace.
+#[test]
+fn the_sigterm_grace_is_kept_on_the_runs_clock() {
+    let env = TestEnv::new();
+    let (mut runner, program) = start_long_step_on(&env, Some("2026-11-23T23:59:58Z"));
+    send(runner.id(), libc::SIGTERM);
+    let exit = runner.wait().expect("runner ends");
+    assert_eq!(exit.code(), Some(130), "{exit:?}");
+    wait_gone(program.0);
+    assert_recorded_cancelled(&env);
+    let finished = &env.step_events("step_finished", "long")[0];
+    // SIGTERM_GRACE is 5 s; the simulated clock moves only when a wait of the run moves it.
+    assert!(finished["duration_ms"].as_u64().unwrap() >= 5_000, "the step was cut short of its grace: {finished}");
 }
 
 /// The terminal or session going away (SIGHUP) is a SIGTERM: nobody is left to press Ctrl-C.

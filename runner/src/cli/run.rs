@@ -719,8 +719,12 @@ fn spawn_signal_handler(
             else => return,
         };
         graceful.cancel();
-        let grace =
-            async { if terminated { tokio::time::sleep(SIGTERM_GRACE).await } else { std::future::pending().await } };
+        // The grace is a deadline on the run's clock, as a step's timeout is: on a simulated
+        // clock it ends when that clock is moved past it or its real time has passed, never
+        // sooner, so running steps get the time it names.
+        let clock = runbook_clock::Clock::process();
+        let deadline = clock.now() + SIGTERM_GRACE;
+        let grace = async { if terminated { clock.until(deadline).await } else { std::future::pending().await } };
         tokio::select! {
             _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
@@ -728,6 +732,8 @@ fn spawn_signal_handler(
             () = grace => {}
         }
         hard.cancel();
+        // Real time: a guard against this process hanging on the machine, not a time of the run
+        // (a simulated clock would skip it and exit before the cancelled steps are recorded).
         tokio::time::sleep(std::time::Duration::from_secs(3)).await;
         std::process::exit(Exit::Cancelled as i32);
     }))

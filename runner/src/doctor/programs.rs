@@ -11,7 +11,8 @@ use serde_json::Value;
 use super::Check;
 use super::subject::{Subject, unresolved};
 
-/// How long a program gets to print its version or help.
+/// How long a program gets to print its version or help, on the process's clock (a run on a
+/// simulated clock reports a hung program once that clock passes the limit).
 const PROGRAM_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Every command line an exec step would run (its program with its flags, and its `unless`
@@ -58,17 +59,19 @@ async fn output_of(program: &PathBuf, args: &[&str]) -> Option<String> {
     if let Some(printed) = PRINTED.lock().ok().and_then(|p| p.get(&key).cloned()) {
         return printed;
     }
-    let printed = run_for_output(program, args).await;
+    let printed = run_for_output(&runbook_clock::Clock::process(), program, args).await;
     if let Ok(mut cache) = PRINTED.lock() {
         cache.insert(key, printed.clone());
     }
     printed
 }
 
-async fn run_for_output(program: &PathBuf, args: &[&str]) -> Option<String> {
+/// Runs `program args` for at most [`PROGRAM_TIMEOUT`] of `clock`'s time; a program still
+/// running then is killed.
+async fn run_for_output(clock: &runbook_clock::Clock, program: &PathBuf, args: &[&str]) -> Option<String> {
     let mut command = tokio::process::Command::new(program);
     command.args(args).stdin(std::process::Stdio::null()).kill_on_drop(true);
-    let out = tokio::time::timeout(PROGRAM_TIMEOUT, command.output()).await.ok()?.ok()?;
+    let out = clock.timeout(PROGRAM_TIMEOUT, command.output()).await.ok()?.ok()?;
     if !out.status.success() {
         return None;
     }
@@ -184,6 +187,30 @@ pub async fn check_programs(subject: &Subject) -> Vec<Check> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Polls `work` once, as an executor would on a wake-up.
+    async fn poll_once<F: Future + Unpin>(work: &mut F) -> std::task::Poll<F::Output> {
+        std::future::poll_fn(|cx| std::task::Poll::Ready(std::pin::Pin::new(&mut *work).poll(cx))).await
+    }
+
+    /// A program that never answers is given up on once the clock passes the limit, however
+    /// little real time went by: the limit is the run's time, not the machine's.
+    #[tokio::test]
+    async fn a_hung_program_is_given_up_on_when_the_clock_passes_the_limit() {
+        let clock = runbook_clock::Clock::simulated("2026-11-23T23:59:59Z".parse().unwrap());
+        let sleeper = locate("sleep").expect("sleep is on PATH");
+        let asked = run_for_output(&clock, &sleeper, &["600"]);
+        tokio::pin!(asked);
+        // Started and waiting: no real time passes that would end it.
+        for _ in 0..5 {
+            assert!(poll_once(&mut asked).await.is_pending(), "a program still running has printed nothing yet");
+            tokio::task::yield_now().await;
+        }
+        clock.advance(PROGRAM_TIMEOUT - Duration::from_secs(1));
+        assert!(poll_once(&mut asked).await.is_pending(), "the limit has not passed");
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(poll_once(&mut asked).await, std::task::Poll::Ready(None), "given up on at the limit");
+    }
 
     #[test]
     fn flags_and_subcommands_are_read_as_written() {
