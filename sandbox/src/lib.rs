@@ -296,6 +296,23 @@ impl Sandbox {
         self.shared.endpoints.blob.clone()
     }
 
+    /// The settings the Azure step kinds read to act on this sandbox: its endpoints, the
+    /// `sandbox` credential as its own principal, and `ca_file` (holding [`ca_pem`](Self::ca_pem))
+    /// as the CA to trust.
+    pub fn azure_env(&self, ca_file: &std::path::Path) -> Vec<(&'static str, String)> {
+        vec![
+            ("RUNBOOK_ARM_ENDPOINT", self.arm_endpoint()),
+            ("RUNBOOK_AUTHORITY_HOST", self.authority_host()),
+            ("RUNBOOK_GRAPH_ENDPOINT", self.graph_endpoint()),
+            ("RUNBOOK_AZURE_CREDENTIAL", "sandbox".to_string()),
+            ("RUNBOOK_CA_FILE", ca_file.display().to_string()),
+            ("AZURE_TENANT_ID", self.tenant_id().to_string()),
+            ("AZURE_SUBSCRIPTION_ID", self.subscription_id().to_string()),
+            ("AZURE_CLIENT_ID", SANDBOX_CLIENT_ID.to_string()),
+            ("AZURE_CLIENT_SECRET", SANDBOX_CLIENT_SECRET.to_string()),
+        ]
+    }
+
     /// The PEM of the CA generated at start; clients must trust it explicitly.
     pub fn ca_pem(&self) -> &str {
         &self.ca_pem

@@ -1,12 +1,13 @@
 //! The `arm` kind against the in-process sandbox: the real wire protocol over HTTPS with the
 //! sandbox's CA, tokens from its Entra endpoint through azure_identity.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use runbook_sandbox::{
-    FaultModel, LatencyModel, SANDBOX_CLIENT_ID, SANDBOX_CLIENT_OBJECT_ID, SANDBOX_CLIENT_SECRET, Sandbox,
-    SandboxConfig, Service,
+    FaultModel, LatencyModel, SANDBOX_CLIENT_ID, SANDBOX_CLIENT_OBJECT_ID, Sandbox, SandboxConfig, Service,
 };
 use runbook_steps::{Arm, ErrorClass, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
 use serde_json::{Value, json};
@@ -28,18 +29,7 @@ impl Rig {
     async fn start(config: SandboxConfig) -> Rig {
         let sandbox = Sandbox::start(config).await.expect("sandbox starts");
         let dir = tempfile::tempdir().unwrap();
-        let ca = dir.path().join("sandbox-ca.pem");
-        std::fs::write(&ca, sandbox.ca_pem()).unwrap();
-        let arm = Arm::with_env([
-            ("RUNBOOK_ARM_ENDPOINT", sandbox.arm_endpoint()),
-            ("RUNBOOK_AUTHORITY_HOST", sandbox.authority_host()),
-            ("RUNBOOK_AZURE_CREDENTIAL", "sandbox".to_string()),
-            ("RUNBOOK_CA_FILE", ca.display().to_string()),
-            ("AZURE_TENANT_ID", sandbox.tenant_id().to_string()),
-            ("AZURE_CLIENT_ID", SANDBOX_CLIENT_ID.to_string()),
-            ("AZURE_CLIENT_SECRET", SANDBOX_CLIENT_SECRET.to_string()),
-            ("AZURE_SUBSCRIPTION_ID", sandbox.subscription_id().to_string()),
-        ]);
+        let arm = Arm::with_env(support::azure_env(&sandbox, dir.path()));
         Rig { sandbox, arm, _dir: dir }
     }
 

@@ -3,12 +3,12 @@
 //! (or listServiceSas), then the OIDC documents uploaded with `blob` and read anonymously over
 //! HTTPS, the way Entra ID reads the issuer.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use runbook_sandbox::{
-    SANDBOX_CLIENT_ID, SANDBOX_CLIENT_OBJECT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxConfig, Service,
-};
+use runbook_sandbox::{SANDBOX_CLIENT_OBJECT_ID, Sandbox, SandboxConfig, Service};
 use runbook_steps::{Arm, Blob, ErrorClass, Keypair, Oidc, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
 use serde_json::{Value, json};
 
@@ -37,18 +37,8 @@ impl Rig {
     async fn start() -> Rig {
         let sandbox = Sandbox::start(SandboxConfig::instant()).await.expect("sandbox starts");
         let dir = tempfile::tempdir().unwrap();
-        let ca = dir.path().join("sandbox-ca.pem");
-        std::fs::write(&ca, sandbox.ca_pem()).unwrap();
-        let env = [
-            ("RUNBOOK_ARM_ENDPOINT", sandbox.arm_endpoint()),
-            ("RUNBOOK_AUTHORITY_HOST", sandbox.authority_host()),
-            ("RUNBOOK_AZURE_CREDENTIAL", "sandbox".to_string()),
-            ("RUNBOOK_CA_FILE", ca.display().to_string()),
-            ("AZURE_TENANT_ID", sandbox.tenant_id().to_string()),
-            ("AZURE_CLIENT_ID", SANDBOX_CLIENT_ID.to_string()),
-            ("AZURE_CLIENT_SECRET", SANDBOX_CLIENT_SECRET.to_string()),
-            ("AZURE_SUBSCRIPTION_ID", sandbox.subscription_id().to_string()),
-        ];
+        let ca = support::write_ca(&sandbox, dir.path());
+        let env = sandbox.azure_env(&ca);
         let arm = Arm::with_env(env.clone());
         let blob = Blob::with_env([("RUNBOOK_CA_FILE", ca.display().to_string())]);
         let blob_with_login = Blob::with_env(env);

@@ -1,6 +1,8 @@
 //! The `graph` kind against the in-process sandbox: Microsoft Graph v1.0 over HTTPS with the
 //! sandbox's CA, tokens for the Graph scope from its Entra endpoint through azure_identity.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -14,8 +16,7 @@ const GRAPH_SCOPE: &str = "https://graph.microsoft.com/.default";
 struct Rig {
     sandbox: Sandbox,
     graph: Graph,
-    ca_file: std::path::PathBuf,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Rig {
@@ -28,22 +29,11 @@ impl Rig {
     async fn start_as(config: SandboxConfig, client_id: &str, secret: &str) -> Rig {
         let sandbox = Sandbox::start(config).await.expect("sandbox starts");
         let dir = tempfile::tempdir().unwrap();
-        let ca_file = dir.path().join("sandbox-ca.pem");
-        std::fs::write(&ca_file, sandbox.ca_pem()).unwrap();
         if client_id != SANDBOX_CLIENT_ID {
             sandbox.register_client(client_id, secret);
         }
-        let graph = Graph::with_env([
-            ("RUNBOOK_GRAPH_ENDPOINT", sandbox.graph_endpoint()),
-            ("RUNBOOK_AUTHORITY_HOST", sandbox.authority_host()),
-            ("RUNBOOK_ARM_ENDPOINT", sandbox.arm_endpoint()),
-            ("RUNBOOK_AZURE_CREDENTIAL", "sandbox".to_string()),
-            ("RUNBOOK_CA_FILE", ca_file.display().to_string()),
-            ("AZURE_TENANT_ID", sandbox.tenant_id().to_string()),
-            ("AZURE_CLIENT_ID", client_id.to_string()),
-            ("AZURE_CLIENT_SECRET", secret.to_string()),
-        ]);
-        Rig { sandbox, graph, ca_file, _dir: dir }
+        let graph = Graph::with_env(support::azure_env_as(&sandbox, dir.path(), client_id, secret));
+        Rig { sandbox, graph, dir }
     }
 
     /// Runs a step as the engine would, as step `step_id` of run `run-1`.
@@ -322,15 +312,9 @@ async fn delete_is_fine_when_the_application_is_missing() {
 #[tokio::test]
 async fn a_sandbox_credential_never_reaches_the_real_graph() {
     let rig = Rig::start(SandboxConfig::instant()).await;
-    let graph = Graph::with_env([
-        ("RUNBOOK_AUTHORITY_HOST", rig.sandbox.authority_host()),
-        ("RUNBOOK_ARM_ENDPOINT", rig.sandbox.arm_endpoint()),
-        ("RUNBOOK_AZURE_CREDENTIAL", "sandbox".to_string()),
-        ("RUNBOOK_CA_FILE", rig.ca_file.display().to_string()),
-        ("AZURE_TENANT_ID", rig.sandbox.tenant_id().to_string()),
-        ("AZURE_CLIENT_ID", SANDBOX_CLIENT_ID.to_string()),
-        ("AZURE_CLIENT_SECRET", SANDBOX_CLIENT_SECRET.to_string()),
-    ]);
+    // Every setting of the sandbox but its Graph endpoint.
+    let env = support::azure_env(&rig.sandbox, rig.dir.path());
+    let graph = Graph::with_env(env.into_iter().filter(|(name, _)| *name != "RUNBOOK_GRAPH_ENDPOINT"));
     let ctx_rig = Rig { graph, ..rig };
     let err = ctx_rig.run(json!({"action": "application", "display_name": "x"})).await.unwrap_err();
     assert_eq!(err.code.as_deref(), Some("AzureSettingsInvalid"));

@@ -2,6 +2,8 @@
 //! (so a runbook run after `sandbox up` can check the sandbox's issuer), and a TLS failure names
 //! its cause instead of a bare "error sending request".
 
+mod support;
+
 use std::path::Path;
 
 use runbook_sandbox::{Sandbox, SandboxConfig};
@@ -16,8 +18,7 @@ fn context(dir: &Path) -> StepContext {
 async fn trusts_runbook_ca_file_and_names_an_unknown_issuer() {
     let sandbox = Sandbox::start(SandboxConfig::instant()).await.expect("sandbox starts");
     let dir = tempfile::tempdir().unwrap();
-    let ca = dir.path().join("sandbox-ca.pem");
-    std::fs::write(&ca, sandbox.ca_pem()).unwrap();
+    let ca = support::write_ca(&sandbox, dir.path());
     // Any answer will do: the check is that TLS to the sandbox is trusted.
     let inputs = json!({
         "url": format!("{}subscriptions?api-version=2022-12-01", sandbox.arm_endpoint()),

@@ -1,6 +1,8 @@
 //! The `kube` kind against the sandbox's Kubernetes API server: kube-rs over HTTPS with the CA
 //! of the kubeconfig the sandbox writes, writes counted in the server's request log.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,9 +23,7 @@ impl Rig {
     async fn start(config: KubeApiConfig) -> Rig {
         let server = KubeApiServer::start(config).await.expect("kube API server starts");
         let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        std::fs::write(&kubeconfig, server.kubeconfig()).unwrap();
-        let kube = Kube::with_env([("KUBECONFIG", kubeconfig.display().to_string())]);
+        let kube = support::kube_for(&server, dir.path());
         Rig { server, kube, dir }
     }
 

@@ -2,33 +2,20 @@
 //! half-hour Kubernetes deadline take no real time, and what the clock reads afterwards is
 //! exactly the time they stand for.
 
+mod support;
+
 use std::time::Duration;
 
 use runbook_clock::Clock;
 use runbook_sandbox::kube::{KubeApiConfig, KubeApiServer};
-use runbook_sandbox::{LatencyModel, SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxConfig, Service};
-use runbook_steps::{Arm, Kube, StepContext, StepKind};
+use runbook_sandbox::{LatencyModel, Sandbox, SandboxConfig, Service};
+use runbook_steps::{Arm, StepContext, StepKind};
 use serde_json::json;
 
 const HOUR: Duration = Duration::from_secs(3600);
 
 fn start() -> jiff::Timestamp {
     "2026-11-23T23:30:00Z".parse().unwrap()
-}
-
-fn arm_for(sandbox: &Sandbox, dir: &std::path::Path) -> Arm {
-    let ca = dir.join("sandbox-ca.pem");
-    std::fs::write(&ca, sandbox.ca_pem()).unwrap();
-    Arm::with_env([
-        ("RUNBOOK_ARM_ENDPOINT", sandbox.arm_endpoint()),
-        ("RUNBOOK_AUTHORITY_HOST", sandbox.authority_host()),
-        ("RUNBOOK_AZURE_CREDENTIAL", "sandbox".to_string()),
-        ("RUNBOOK_CA_FILE", ca.display().to_string()),
-        ("AZURE_TENANT_ID", sandbox.tenant_id().to_string()),
-        ("AZURE_CLIENT_ID", SANDBOX_CLIENT_ID.to_string()),
-        ("AZURE_CLIENT_SECRET", SANDBOX_CLIENT_SECRET.to_string()),
-        ("AZURE_SUBSCRIPTION_ID", sandbox.subscription_id().to_string()),
-    ])
 }
 
 /// A resource group delete that ARM says will take an hour (`Retry-After: 3600`), with the
@@ -47,7 +34,7 @@ async fn an_hour_long_arm_operation_ends_exactly_an_hour_later_without_waiting()
     };
     let sandbox = Sandbox::start(config).await.expect("sandbox starts");
     let dir = tempfile::tempdir().unwrap();
-    let arm = arm_for(&sandbox, dir.path());
+    let arm = Arm::with_env(support::azure_env(&sandbox, dir.path()));
     let ctx = StepContext::new("run-1", "delete", dir.path()).with_clock(clock.clone());
     let group = "/subscriptions/{subscription}/resourceGroups/rg-slow";
     arm.run(
@@ -77,9 +64,7 @@ async fn an_hour_long_arm_operation_ends_exactly_an_hour_later_without_waiting()
 async fn a_kube_wait_times_out_when_the_clock_reaches_its_deadline() {
     let server = KubeApiServer::start(KubeApiConfig::default()).await.expect("kube API server starts");
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(&kubeconfig, server.kubeconfig()).unwrap();
-    let kube = Kube::with_env([("KUBECONFIG", kubeconfig.display().to_string())]);
+    let kube = support::kube_for(&server, dir.path());
     let clock = Clock::simulated(start());
     let ctx = StepContext::new("run-1", "wait", dir.path()).with_clock(clock.clone());
     let waiting = tokio::spawn(async move {

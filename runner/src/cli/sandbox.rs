@@ -52,20 +52,7 @@ pub fn kubeconfig_path(dir: &Path) -> PathBuf {
 
 /// The settings the Azure step kinds read, pointing at `sandbox` and trusting its CA.
 pub fn azure_env(sandbox: &Sandbox, ca_file: &Path) -> BTreeMap<String, String> {
-    [
-        ("RUNBOOK_ARM_ENDPOINT", sandbox.arm_endpoint()),
-        ("RUNBOOK_AUTHORITY_HOST", sandbox.authority_host()),
-        ("RUNBOOK_GRAPH_ENDPOINT", sandbox.graph_endpoint()),
-        ("RUNBOOK_AZURE_CREDENTIAL", "sandbox".to_string()),
-        ("RUNBOOK_CA_FILE", ca_file.display().to_string()),
-        ("AZURE_TENANT_ID", sandbox.tenant_id().to_string()),
-        ("AZURE_SUBSCRIPTION_ID", sandbox.subscription_id().to_string()),
-        ("AZURE_CLIENT_ID", runbook_sandbox::SANDBOX_CLIENT_ID.to_string()),
-        ("AZURE_CLIENT_SECRET", runbook_sandbox::SANDBOX_CLIENT_SECRET.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
+    sandbox.azure_env(ca_file).into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
 pub async fn start(options: &SandboxOptions, dir: &Path) -> CliResult<(Sandbox, PathBuf)> {
