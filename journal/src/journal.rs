@@ -182,6 +182,7 @@ impl Journal {
 /// being created, and none appearing is one that was emptied.
 fn schema_appears(conn: &Connection, path: &Path) -> Result<bool, Error> {
     for _ in 0..40 {
+        // Real time: waits for another process's commit on this machine, not a time of the run.
         std::thread::sleep(std::time::Duration::from_millis(25));
         if schema::user_version(conn, path)? != 0 {
             return Ok(true);

@@ -128,6 +128,7 @@ fn read_holder(path: &Path) -> Holder {
         {
             return holder;
         }
+        // Real time: waits for another process's write on this machine, not a time of the run.
         std::thread::sleep(Duration::from_millis(10));
     }
     Holder {

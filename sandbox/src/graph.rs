@@ -20,6 +20,7 @@ const CONTENT_TYPE: &str =
 /// once the request is answered, from the sandbox clock and the ids in the headers.
 pub(crate) fn graph_error(status: StatusCode, code: &str, message: &str) -> Reply {
     let body = json!({"error": {"code": code, "message": message, "innerError": {}}});
+    // Stamped again with the sandbox clock's time by `handle` before it is sent.
     stamp_error(Reply::json_with_type(status, &body, CONTENT_TYPE).with_error_code(code), jiff::Timestamp::now(), None)
 }
 

@@ -56,6 +56,7 @@ async fn run_once(
     text: &str,
     overrides: Vec<(String, String)>,
 ) -> anyhow::Result<Duration> {
+    // Real time: the benchmark measures this machine, not a run's clock.
     let started = Instant::now();
     let runbook = load(Origin::File(PathBuf::from("bench.toml")), text.to_string(), &env.registry)
         .map_err(|p| anyhow::anyhow!("{p:?}"))?;

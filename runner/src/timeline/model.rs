@@ -158,7 +158,7 @@ impl Timeline {
             })
             .filter_map(instant)
             .min()
-            .unwrap_or_else(Timestamp::now);
+            .unwrap_or_else(|| runbook_clock::Clock::process().timestamp());
         let mut builder = Builder { start, lanes: Vec::new(), by_key: HashMap::new(), open: Vec::new() };
         let mut infos = Vec::new();
         let mut last = start;

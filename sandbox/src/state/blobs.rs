@@ -21,6 +21,8 @@ pub(crate) struct BlobData {
 
 /// An ETag in the Blob service's `0x8D…` style.
 pub(crate) fn new_etag() -> String {
+    // Real time: an ETag must change with every write, and a simulated clock may stand still
+    // between writes; nothing reads a time from it.
     let nanos = jiff::Timestamp::now().as_nanosecond() as u128;
     format!("\"0x{:X}\"", nanos / 100 + 0x8D0_0000_0000_0000)
 }
