@@ -9,13 +9,7 @@ use std::time::Duration;
 
 use runbook_sandbox::{SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, SandboxConfig};
 use serde_json::{Value, json};
-use support::Arm;
-
-fn claims(token: &str) -> Value {
-    use base64::Engine;
-    let payload = token.split('.').nth(1).unwrap();
-    serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
-}
+use support::{Arm, claims};
 
 #[tokio::test]
 async fn openid_discovery_documents_are_served_anonymously() {
@@ -30,19 +24,14 @@ async fn openid_discovery_documents_are_served_anonymously() {
     assert_eq!(v2["issuer"], format!("{authority}/v2.0"));
     assert!(v2["authorization_endpoint"].as_str().unwrap().starts_with(&authority));
 
-    let v1: Value =
-        client.get(format!("{authority}/.well-known/openid-configuration")).send().await.unwrap().json().await.unwrap();
+    let v1 = support::json_of(client.get(format!("{authority}/.well-known/openid-configuration"))).await;
     assert_eq!(v1["token_endpoint"], format!("{authority}/oauth2/token"));
     assert_eq!(v1["issuer"], format!("https://sts.windows.net/{}/", sandbox.tenant_id()));
 
-    let common: Value = client
-        .get(format!("{}common/v2.0/.well-known/openid-configuration", sandbox.authority_host()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let common = support::json_of(
+        client.get(format!("{}common/v2.0/.well-known/openid-configuration", sandbox.authority_host())),
+    )
+    .await;
     assert!(common["issuer"].as_str().unwrap().ends_with("/{tenantid}/v2.0"));
     let unknown = client
         .get(format!("{}not-a-tenant/v2.0/.well-known/openid-configuration", sandbox.authority_host()))
@@ -228,30 +217,19 @@ async fn graph_patches_an_application_and_accepts_its_own_url_as_audience() {
         .append_pair("grant_type", "client_credentials")
         .append_pair("scope", &scope)
         .finish();
-    let token: Value = client
-        .post(url)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(form)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let token =
+        support::json_of(client.post(url).header("content-type", "application/x-www-form-urlencoded").body(form)).await;
     let token = token["access_token"].as_str().unwrap().to_string();
     assert_eq!(claims(&token)["aud"], sandbox.graph_endpoint());
 
     let graph = sandbox.graph_endpoint();
-    let created: Value = client
-        .post(format!("{graph}v1.0/applications"))
-        .bearer_auth(&token)
-        .json(&json!({"displayName": "ExternalDnsServicePrincipal"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created = support::json_of(
+        client
+            .post(format!("{graph}v1.0/applications"))
+            .bearer_auth(&token)
+            .json(&json!({"displayName": "ExternalDnsServicePrincipal"})),
+    )
+    .await;
     let id = created["id"].as_str().unwrap();
     let patched = client
         .patch(format!("{graph}v1.0/applications/{id}"))
@@ -261,15 +239,7 @@ async fn graph_patches_an_application_and_accepts_its_own_url_as_audience() {
         .await
         .unwrap();
     assert_eq!(patched.status(), 204);
-    let read: Value = client
-        .get(format!("{graph}v1.0/applications/{id}"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let read = support::json_of(client.get(format!("{graph}v1.0/applications/{id}")).bearer_auth(&token)).await;
     assert_eq!(read["signInAudience"], "AzureADMyOrg");
     let secret = client
         .patch(format!("{graph}v1.0/applications/{id}"))

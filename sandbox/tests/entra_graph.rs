@@ -8,15 +8,9 @@ use std::time::Duration;
 
 use runbook_sandbox::{SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
+use support::claims;
 
 const GRAPH_SCOPE: &str = "https://graph.microsoft.com/.default";
-
-/// The claims of a token, as a client reads them (no signature check).
-fn claims(token: &str) -> Value {
-    use base64::Engine;
-    let payload = token.split('.').nth(1).unwrap();
-    serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
-}
 
 async fn token_request(sandbox: &Sandbox, client: &reqwest::Client, form: &[(&str, &str)]) -> reqwest::Response {
     let url = format!("{}{}/oauth2/v2.0/token", sandbox.authority_host(), sandbox.tenant_id());
@@ -165,15 +159,7 @@ async fn application_lifecycle_with_service_principal_replication_delay() {
     let password: Value = resp.json().await.unwrap();
     let secret = password["secretText"].as_str().unwrap().to_string();
     assert_eq!(password["hint"].as_str().unwrap(), &secret[..3]);
-    let shown: Value = client
-        .get(format!("{base}/applications/{object_id}"))
-        .bearer_auth(&graph)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let shown = support::json_of(client.get(format!("{base}/applications/{object_id}")).bearer_auth(&graph)).await;
     assert_eq!(shown["passwordCredentials"][0]["secretText"], Value::Null, "the secret is shown only once");
 
     // Straight after the application: not yet replicated.

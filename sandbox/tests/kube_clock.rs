@@ -2,9 +2,11 @@
 //! creation and deletion timestamps, managedFields, controller conditions, and the ages in
 //! Tables are counted on that clock too.
 
+mod support;
+
 use runbook_sandbox::Clock;
 use runbook_sandbox::kube::{KubeApiConfig, KubeApiServer};
-use serde_json::{Value, json};
+use serde_json::json;
 
 #[tokio::test]
 async fn objects_are_dated_on_the_servers_clock() {
@@ -12,46 +14,29 @@ async fn objects_are_dated_on_the_servers_clock() {
     let clock = Clock::simulated(start);
     let server =
         KubeApiServer::start(KubeApiConfig { clock: clock.clone(), ..KubeApiConfig::default() }).await.expect("starts");
-    let ca = reqwest::Certificate::from_pem(server.ca_pem().as_bytes()).unwrap();
-    let http = reqwest::Client::builder().add_root_certificate(ca).build().unwrap();
+    let http = support::client_trusting(server.ca_pem());
     let url = |path: &str| format!("{}{path}", server.url());
 
-    let ns: Value = http
-        .get(url("/api/v1/namespaces/default"))
-        .bearer_auth(server.admin_token())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let ns = support::json_of(http.get(url("/api/v1/namespaces/default")).bearer_auth(server.admin_token())).await;
     assert_eq!(ns["metadata"]["creationTimestamp"], "2031-05-06T07:08:09Z", "seeded objects too");
 
     clock.advance(std::time::Duration::from_secs(3600));
-    let created: Value = http
-        .post(url("/api/v1/namespaces/default/configmaps?fieldManager=test"))
-        .bearer_auth(server.admin_token())
-        .json(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created = support::json_of(
+        http.post(url("/api/v1/namespaces/default/configmaps?fieldManager=test"))
+            .bearer_auth(server.admin_token())
+            .json(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}})),
+    )
+    .await;
     assert_eq!(created["metadata"]["creationTimestamp"], "2031-05-06T08:08:09Z");
     assert_eq!(created["metadata"]["managedFields"][0]["time"], "2031-05-06T08:08:09Z");
 
     clock.advance(std::time::Duration::from_secs(120));
-    let table: Value = http
-        .get(url("/api/v1/namespaces/default/configmaps"))
-        .bearer_auth(server.admin_token())
-        .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let table = support::json_of(
+        http.get(url("/api/v1/namespaces/default/configmaps"))
+            .bearer_auth(server.admin_token())
+            .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io"),
+    )
+    .await;
     let row = &table["rows"][0]["cells"];
     assert_eq!(row[0], "c");
     assert_eq!(row.as_array().unwrap().last().unwrap(), "2m", "age on the server's clock: {table}");

@@ -3,69 +3,13 @@
 //! managers), the workload identities' role assignments, a refusal for a principal that may not
 //! assign roles, and the fence around the sandbox. Real kubectl reads what was written.
 
-use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{SandboxProcess, TestEnv, runbook_bin};
-
-const KUBECTL: &str = "/usr/bin/kubectl";
-
-pub(crate) struct Out {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-/// A `hypershift` link to the binary in the test directory, run there with `settings`.
-pub(crate) fn hypershift(dir: &Path, settings: &[(String, String)], args: &[&str]) -> Out {
-    let link = dir.join("bin/hypershift");
-    if !link.exists() {
-        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
-        std::os::unix::fs::symlink(runbook_bin(), &link).unwrap();
-    }
-    let mut command = Command::new(&link);
-    command.args(args).current_dir(dir);
-    for name in [
-        "RUNBOOK_AZURE_CREDENTIAL",
-        "RUNBOOK_ARM_ENDPOINT",
-        "RUNBOOK_AUTHORITY_HOST",
-        "RUNBOOK_GRAPH_ENDPOINT",
-        "KUBECONFIG",
-    ] {
-        command.env_remove(name);
-    }
-    command.envs(settings.iter().map(|(k, v)| (k, v)));
-    let out = command.output().expect("the hypershift link starts");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-pub(crate) fn settings(sandbox: &SandboxProcess) -> Vec<(String, String)> {
-    sandbox.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
-}
-
-pub(crate) fn kubectl(sandbox: &SandboxProcess, args: &[&str]) -> String {
-    assert!(Path::new(KUBECTL).exists(), "kubectl 1.32 is required at {KUBECTL}");
-    let out = Command::new(KUBECTL)
-        .args(args)
-        .env("KUBECONFIG", &sandbox.settings["KUBECONFIG"])
-        .env("HOME", sandbox.dir.as_os_str())
-        .output()
-        .expect("kubectl runs");
-    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-pub(crate) fn object(sandbox: &SandboxProcess, args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.extend(["-o", "json", "--show-managed-fields"]);
-    serde_json::from_str(&kubectl(sandbox, &all)).expect("kubectl prints JSON")
-}
+use crate::support::{
+    KUBECTL, SandboxProcess, Standin, TestEnv, create_cluster_args, hypershift, kubectl, object, settings,
+};
 
 fn managers(object: &Value) -> Vec<String> {
     object["metadata"]["managedFields"]
@@ -74,68 +18,6 @@ fn managers(object: &Value) -> Vec<String> {
         .flatten()
         .filter_map(|m| m["manager"].as_str().map(str::to_string))
         .collect()
-}
-
-/// Phase 1 against the sandbox, in `env`'s directory: workload identities, the OIDC issuer, the
-/// External DNS principal and azure-credentials.json.
-pub(crate) fn phase1(env: &TestEnv, sandbox: &SandboxProcess) {
-    let vars = env.write(
-        "phase1.vars.toml",
-        &format!(
-            "prefix = \"demo\"\noidc_storage_account = \"demooidc\"\nexternal_dns = true\nca_file = \"{}\"\n",
-            sandbox.dir.join("sandbox-ca.pem").display()
-        ),
-    );
-    let out = env
-        .command(&["--no-progress", "run", "phase1-workload-identity", "--vars", vars.to_str().unwrap()])
-        .envs(&sandbox.settings)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "Phase 1: {}", String::from_utf8_lossy(&out.stderr));
-    std::fs::write(env.path().join("pull-secret.json"), "{\"auths\":{}}\n").unwrap();
-}
-
-pub(crate) fn create_cluster_args<'a>(issuer: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "create",
-        "cluster",
-        "azure",
-        "--name",
-        "demo-hc",
-        "--namespace",
-        "clusters",
-        "--azure-creds",
-        "azure-credentials.json",
-        "--location",
-        "eastus",
-        "--node-pool-replicas",
-        "2",
-        "--base-domain",
-        "example.com",
-        "--pull-secret",
-        "pull-secret.json",
-        "--release-image",
-        "quay.io/openshift-release-dev/ocp-release:4.21.0-x86_64",
-        "--sa-token-issuer-private-key-path",
-        "serviceaccount-signer.private",
-        "--oidc-issuer-url",
-        issuer,
-        "--dns-zone-rg-name",
-        "os4-common",
-        "--assign-service-principal-roles",
-        "--workload-identities-file",
-        "./workload-identities.json",
-        "--diagnostics-storage-account-type",
-        "Managed",
-    ];
-    args.extend_from_slice(extra);
-    args
-}
-
-pub(crate) fn issuer_url(env: &TestEnv) -> String {
-    let out = env.run(&["get", "phase1-workload-identity.oidc_issuer_url"]);
-    assert_eq!(out.code, 0, "{}", out.all());
-    out.stdout.trim().to_string()
 }
 
 #[test]
@@ -252,12 +134,7 @@ fn install_applies_the_operator_objects_with_and_without_external_dns() {
 
 #[test]
 fn create_cluster_azure_assigns_roles_writes_the_objects_and_refuses_an_existing_cluster() {
-    let env = TestEnv::new();
-    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
-    let settings = settings(&sandbox);
-    phase1(&env, &sandbox);
-    let issuer = issuer_url(&env);
-    assert_eq!(hypershift(env.path(), &settings, &["install", "--pull-secret", "pull-secret.json"]).code, 0);
+    let Standin { env, sandbox, settings, issuer } = Standin::installed();
 
     // Validation before anything is created.
     let marketplace =
@@ -377,11 +254,7 @@ fn create_cluster_azure_assigns_roles_writes_the_objects_and_refuses_an_existing
 
 #[test]
 fn a_principal_with_contributor_only_gets_authorization_failed_on_role_assignment() {
-    let env = TestEnv::new();
-    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
-    let settings = settings(&sandbox);
-    phase1(&env, &sandbox);
-    let issuer = issuer_url(&env);
+    let Standin { env, sandbox, settings, issuer } = Standin::after_phase1();
     // Take User Access Administrator away from the cluster-operations principal.
     let assignment = env.run(&["get", "cluster_ops_user_access_admin.id"]);
     assert_eq!(assignment.code, 0, "{}", assignment.all());
@@ -411,11 +284,7 @@ fn a_principal_with_contributor_only_gets_authorization_failed_on_role_assignmen
 
 #[test]
 fn install_create_available_kubeconfig_nodes_nodepool_then_destroy_removes_what_was_created() {
-    let env = TestEnv::new();
-    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
-    let settings = settings(&sandbox);
-    phase1(&env, &sandbox);
-    let issuer = issuer_url(&env);
+    let Standin { env, sandbox, settings, issuer } = Standin::after_phase1();
     let before: Vec<String> = sandbox.state()["resources"]
         .as_array()
         .unwrap()

@@ -7,8 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::hypershift_standin::{create_cluster_args, hypershift, issuer_url, kubectl, object, phase1, settings};
-use crate::support::{SandboxProcess, TestEnv};
+use crate::support::{SandboxProcess, Standin, TestEnv, create_cluster_args, hypershift, kubectl, object, settings};
 
 const HOSTED_CLUSTERS: &str = "/apis/hypershift.openshift.io/v1beta1/namespaces/clusters/hostedclusters";
 const NODE_POOLS: &str = "/apis/hypershift.openshift.io/v1beta1/namespaces/clusters/nodepools";
@@ -76,12 +75,7 @@ fn install_retries_a_reset_read_and_a_timed_out_or_throttled_apply_once_each() {
 
 #[test]
 fn create_cluster_never_repeats_a_post_that_may_have_landed_but_repeats_a_throttled_one() {
-    let env = TestEnv::new();
-    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
-    let settings = settings(&sandbox);
-    phase1(&env, &sandbox);
-    let issuer = issuer_url(&env);
-    assert_eq!(hypershift(env.path(), &settings, &["install", "--pull-secret", "pull-secret.json"]).code, 0);
+    let Standin { env, sandbox, settings, issuer } = Standin::installed();
     let create = || hypershift(env.path(), &settings, &create_cluster_args(&issuer, &[]));
     let hosted_clusters = || kubectl(&sandbox, &["get", "hostedclusters", "-n", "clusters", "-o", "name"]);
 

@@ -7,6 +7,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
+
 pub struct TestEnv {
     pub dir: tempfile::TempDir,
 }
@@ -685,4 +687,156 @@ pub fn sandbox_client(settings: &BTreeMap<String, String>) -> reqwest::blocking:
 pub fn sandbox_get(settings: &BTreeMap<String, String>, path: &str) -> serde_json::Value {
     let url = format!("{}{}", settings["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/'), path);
     sandbox_client(settings).get(url).send().unwrap().json().unwrap()
+}
+
+// The `hypershift` stand-in against `runbook sandbox up`, as its tests drive it.
+
+pub const KUBECTL: &str = "/usr/bin/kubectl";
+
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// A `hypershift` link to the binary in the test directory, run there with `settings`.
+pub fn hypershift(dir: &Path, settings: &[(String, String)], args: &[&str]) -> Out {
+    let link = dir.join("bin/hypershift");
+    if !link.exists() {
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(runbook_bin(), &link).unwrap();
+    }
+    let mut command = Command::new(&link);
+    command.args(args).current_dir(dir);
+    for name in [
+        "RUNBOOK_AZURE_CREDENTIAL",
+        "RUNBOOK_ARM_ENDPOINT",
+        "RUNBOOK_AUTHORITY_HOST",
+        "RUNBOOK_GRAPH_ENDPOINT",
+        "KUBECONFIG",
+    ] {
+        command.env_remove(name);
+    }
+    command.envs(settings.iter().map(|(k, v)| (k, v)));
+    let out = command.output().expect("the hypershift link starts");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+pub fn settings(sandbox: &SandboxProcess) -> Vec<(String, String)> {
+    sandbox.settings.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+pub fn kubectl(sandbox: &SandboxProcess, args: &[&str]) -> String {
+    assert!(Path::new(KUBECTL).exists(), "kubectl 1.32 is required at {KUBECTL}");
+    let out = Command::new(KUBECTL)
+        .args(args)
+        .env("KUBECONFIG", &sandbox.settings["KUBECONFIG"])
+        .env("HOME", sandbox.dir.as_os_str())
+        .output()
+        .expect("kubectl runs");
+    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn object(sandbox: &SandboxProcess, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json", "--show-managed-fields"]);
+    serde_json::from_str(&kubectl(sandbox, &all)).expect("kubectl prints JSON")
+}
+
+/// Phase 1 against the sandbox, in `env`'s directory: workload identities, the OIDC issuer, the
+/// External DNS principal and azure-credentials.json.
+pub fn phase1(env: &TestEnv, sandbox: &SandboxProcess) {
+    let vars = env.write(
+        "phase1.vars.toml",
+        &format!(
+            "prefix = \"demo\"\noidc_storage_account = \"demooidc\"\nexternal_dns = true\nca_file = \"{}\"\n",
+            sandbox.dir.join("sandbox-ca.pem").display()
+        ),
+    );
+    let out = env
+        .command(&["--no-progress", "run", "phase1-workload-identity", "--vars", vars.to_str().unwrap()])
+        .envs(&sandbox.settings)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "Phase 1: {}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(env.path().join("pull-secret.json"), "{\"auths\":{}}\n").unwrap();
+}
+
+pub fn create_cluster_args<'a>(issuer: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "create",
+        "cluster",
+        "azure",
+        "--name",
+        "demo-hc",
+        "--namespace",
+        "clusters",
+        "--azure-creds",
+        "azure-credentials.json",
+        "--location",
+        "eastus",
+        "--node-pool-replicas",
+        "2",
+        "--base-domain",
+        "example.com",
+        "--pull-secret",
+        "pull-secret.json",
+        "--release-image",
+        "quay.io/openshift-release-dev/ocp-release:4.21.0-x86_64",
+        "--sa-token-issuer-private-key-path",
+        "serviceaccount-signer.private",
+        "--oidc-issuer-url",
+        issuer,
+        "--dns-zone-rg-name",
+        "os4-common",
+        "--assign-service-principal-roles",
+        "--workload-identities-file",
+        "./workload-identities.json",
+        "--diagnostics-storage-account-type",
+        "Managed",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+pub fn issuer_url(env: &TestEnv) -> String {
+    let out = env.run(&["get", "phase1-workload-identity.oidc_issuer_url"]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    out.stdout.trim().to_string()
+}
+
+/// A sandbox with Phase 1 run against it from `env`'s directory: the set-up of the stand-in's
+/// tests of `create cluster azure` and after.
+pub struct Standin {
+    pub env: TestEnv,
+    pub sandbox: SandboxProcess,
+    /// What the stand-in is run with: the sandbox's settings.
+    pub settings: Vec<(String, String)>,
+    /// The OIDC issuer Phase 1 published.
+    pub issuer: String,
+}
+
+impl Standin {
+    pub fn after_phase1() -> Standin {
+        let env = TestEnv::new();
+        let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+        let settings = settings(&sandbox);
+        phase1(&env, &sandbox);
+        let issuer = issuer_url(&env);
+        Standin { env, sandbox, settings, issuer }
+    }
+
+    /// [`Standin::after_phase1`], and `hypershift install` done.
+    pub fn installed() -> Standin {
+        let standin = Standin::after_phase1();
+        let install =
+            hypershift(standin.env.path(), &standin.settings, &["install", "--pull-secret", "pull-secret.json"]);
+        assert_eq!(install.code, 0, "{}{}", install.stdout, install.stderr);
+        standin
+    }
 }

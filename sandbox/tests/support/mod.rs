@@ -10,8 +10,25 @@ pub async fn start(config: SandboxConfig) -> Sandbox {
 }
 
 pub fn client(sandbox: &Sandbox) -> reqwest::Client {
-    let ca = reqwest::Certificate::from_pem(sandbox.ca_pem().as_bytes()).expect("CA parses");
+    client_trusting(sandbox.ca_pem())
+}
+
+/// A client that trusts the CA `ca_pem` (a sandbox's, or a Kubernetes API server's alone).
+pub fn client_trusting(ca_pem: &str) -> reqwest::Client {
+    let ca = reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("CA parses");
     reqwest::Client::builder().add_root_certificate(ca).build().expect("client builds")
+}
+
+/// Sends `request`; its answer's JSON body, whatever the status.
+pub async fn json_of(request: reqwest::RequestBuilder) -> serde_json::Value {
+    request.send().await.expect("the sandbox answers").json().await.expect("a JSON answer")
+}
+
+/// The claims of a token, as a client reads them (no signature check).
+pub fn claims(token: &str) -> serde_json::Value {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).expect("a JWT");
+    serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
 }
 
 pub async fn token_for(
