@@ -2,7 +2,8 @@
 # Installs what the tests need beyond the Rust toolchain on a fresh Debian machine, each pinned
 # and each a no-op when already present: Debian's chromium (the timeline page is rendered
 # headless), Azurite from npm (package-lock.json) for the blob kind, and the pinned Azure CLI
-# in .venv/azure-cli. Tests that need one of these fail loudly when it is missing.
+# in .venv/azure-cli, and the pinned Entra clients (MSAL, azure-identity, PyJWT) in
+# .venv/entra-clients. Tests that need one of these fail loudly when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,3 +15,4 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 npm ci --no-audit --no-fund
 bash tests/az/install.sh
+bash tests/entra/install.sh

@@ -1,13 +1,12 @@
-//! Access tokens: HS256 JWTs signed with a per-sandbox key, so every service can check
-//! a token (signature, expiry, audience) without shared session state.
+//! Access tokens: RS256 JWTs signed with the sandbox's Entra key ([`SigningKey`]), so every
+//! service checks a token (signature, expiry, audience) without shared session state, and any
+//! client can verify one against the published JWKS.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
-use serde::{Deserialize, Serialize};
-use sha2::Sha256;
+use serde::Deserialize;
 
-type HmacSha256 = Hmac<Sha256>;
+use crate::entra_signing::SigningKey;
 
 /// How long issued tokens live by default, as Entra reports in `expires_in`.
 pub(crate) const TOKEN_LIFETIME_SECS: u64 = 3599;
@@ -24,22 +23,20 @@ pub(crate) const GRAPH_AUDIENCES: &[&str] =
 pub(crate) const STORAGE_AUDIENCES: &[&str] =
     &["https://storage.azure.com", "https://storage.azure.com/", "e406a681-f3d4-42a8-90b6-c2b029497af1"];
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// What the services read from a verified token. v2.0 tokens name the client in `azp`
+/// where v1.0 tokens have `appid`.
+#[derive(Debug, Clone, Deserialize)]
 pub(crate) struct Claims {
     pub aud: String,
     pub iss: String,
-    pub iat: i64,
-    pub nbf: i64,
     pub exp: i64,
+    #[serde(alias = "azp")]
     pub appid: String,
     pub oid: String,
-    pub sub: String,
     pub tid: String,
-    pub idtyp: String,
-    pub ver: String,
     /// The application permissions (app roles) the principal holds at the token's resource,
     /// e.g. Graph's `Application.ReadWrite.OwnedBy`; absent when it holds none.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub roles: Vec<String>,
 }
 
@@ -50,30 +47,28 @@ pub(crate) enum TokenError {
     Expired { exp: i64 },
 }
 
-pub(crate) fn mint(key: &[u8], claims: &Claims) -> String {
-    let header = URL_SAFE_NO_PAD.encode(br#"{"typ":"JWT","alg":"HS256"}"#);
-    let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(claims).unwrap_or_default());
-    let signing_input = format!("{header}.{payload}");
-    let signature = URL_SAFE_NO_PAD.encode(sign(key, signing_input.as_bytes()));
-    format!("{signing_input}.{signature}")
+#[derive(Deserialize)]
+struct Header {
+    alg: String,
+    kid: Option<String>,
 }
 
-fn sign(key: &[u8], data: &[u8]) -> Vec<u8> {
-    let mut mac = HmacSha256::new_from_slice(key).expect("HMAC accepts any key length");
-    mac.update(data);
-    mac.finalize().into_bytes().to_vec()
-}
-
-pub(crate) fn verify(key: &[u8], token: &str, now: i64) -> Result<Claims, TokenError> {
+pub(crate) fn verify(key: &SigningKey, token: &str, now: i64) -> Result<Claims, TokenError> {
     let mut parts = token.split('.');
     let (Some(header), Some(payload), Some(signature), None) = (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return Err(TokenError::Malformed);
     };
+    let head: Header = URL_SAFE_NO_PAD
+        .decode(header)
+        .ok()
+        .and_then(|h| serde_json::from_slice(&h).ok())
+        .ok_or(TokenError::Malformed)?;
     let signature = URL_SAFE_NO_PAD.decode(signature).map_err(|_| TokenError::Malformed)?;
-    let mut mac = HmacSha256::new_from_slice(key).expect("HMAC accepts any key length");
-    mac.update(format!("{header}.{payload}").as_bytes());
-    mac.verify_slice(&signature).map_err(|_| TokenError::BadSignature)?;
+    let signed_by_key = head.alg == "RS256" && head.kid.as_deref() == Some(key.kid());
+    if !signed_by_key || !key.verifies(format!("{header}.{payload}").as_bytes(), &signature) {
+        return Err(TokenError::BadSignature);
+    }
     let claims: Claims = URL_SAFE_NO_PAD
         .decode(payload)
         .ok()

@@ -1,76 +1,82 @@
-//! The Entra ID (Azure AD) v2.0 token endpoint: client credentials with a secret, or a
-//! client assertion (workload identity federation, checked by [`crate::federation`]).
+//! The Entra ID (Azure AD) token endpoints: v2.0 (`{tenant}/oauth2/v2.0/token`, `scope=`) and
+//! v1 (`{tenant}/oauth2/token`, `resource=`, what older SDKs and the Azure CLI's managed identity
+//! path use), for the client-credentials grant with a secret (in the body or HTTP Basic), a
+//! certificate assertion ([`crate::entra_client_cert`]) or a federated assertion
+//! ([`crate::federation`]). Discovery documents and keys are [`crate::entra_metadata`]'s.
 
 use std::sync::Arc;
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use http::{Method, StatusCode};
 use serde_json::json;
 
 use crate::Shared;
-use crate::auth::{self, Claims};
+use crate::entra_claims::{self, ClientAuth, TokenResource};
 use crate::federation::{self, AadstsError};
 use crate::latency::Operation;
 use crate::wire::{Reply, Req};
 
-/// An OAuth error body the way Entra sends it.
-pub(crate) fn token_error(status: StatusCode, error: &str, aadsts: u32, text: &str) -> Reply {
-    let now = jiff::Timestamp::now();
+/// An OAuth error body the way Entra sends it, stamped with the sandbox clock's `now`.
+pub(crate) fn token_error(now: jiff::Timestamp, status: StatusCode, error: &str, aadsts: u32, text: &str) -> Reply {
     let trace = uuid::Uuid::new_v4();
     let correlation = uuid::Uuid::new_v4();
+    let stamp = now.strftime("%Y-%m-%d %H:%M:%SZ").to_string();
     Reply::json(
         status,
         &json!({
             "error": error,
             "error_description": format!(
-                "AADSTS{aadsts}: {text} Trace ID: {trace} Correlation ID: {correlation} Timestamp: {}",
-                now.strftime("%Y-%m-%d %H:%M:%SZ")
+                "AADSTS{aadsts}: {text} Trace ID: {trace} Correlation ID: {correlation} Timestamp: {stamp}"
             ),
             "error_codes": [aadsts],
-            "timestamp": now.strftime("%Y-%m-%d %H:%M:%SZ").to_string(),
+            "timestamp": stamp,
             "trace_id": trace.to_string(),
             "correlation_id": correlation.to_string(),
+            "error_uri": format!("https://login.microsoftonline.com/error?code={aadsts}"),
         }),
     )
     .with_error_code(error)
 }
 
-/// The token's audience for a requested scope: Entra strips `/.default` only, so
-/// `https://management.azure.com/.default` gives `https://management.azure.com` and
-/// `https://management.core.windows.net//.default` gives `https://management.core.windows.net/`.
-fn audience_for_scope(scope: &str) -> String {
-    let first = scope.split_whitespace().next().unwrap_or_default();
-    match first.strip_suffix("/.default") {
-        Some(resource) => resource.to_string(),
-        None => first.to_string(),
-    }
+/// Which token endpoint a request came to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    V1,
+    V2,
 }
 
 pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
     if let Some(reply) = crate::entra_metadata::answer(shared, &req) {
         return reply;
     }
+    let now = shared.timestamp();
     let segs: Vec<&str> = req.segments.iter().map(String::as_str).collect();
-    let is_token_path = segs.len() == 4 && segs[1] == "oauth2" && segs[2] == "v2.0" && segs[3] == "token";
-    if !is_token_path {
-        return token_error(
-            StatusCode::NOT_FOUND,
-            "invalid_request",
-            900561,
-            "The endpoint only accepts POST requests to {tenant}/oauth2/v2.0/token.",
-        );
-    }
+    let (tenant, endpoint) = match segs.as_slice() {
+        [tenant, "oauth2", "v2.0", "token"] => (*tenant, Endpoint::V2),
+        [tenant, "oauth2", "token"] => (*tenant, Endpoint::V1),
+        _ => {
+            return token_error(
+                now,
+                StatusCode::NOT_FOUND,
+                "invalid_request",
+                900561,
+                "The endpoint only accepts POST requests to {tenant}/oauth2/v2.0/token or {tenant}/oauth2/token.",
+            );
+        }
+    };
     if req.method != Method::POST {
         return token_error(
+            now,
             StatusCode::METHOD_NOT_ALLOWED,
             "invalid_request",
             900561,
             "The endpoint only accepts POST requests.",
         );
     }
-    let tenant = segs[0];
-    let config = &shared.config;
-    if !tenant.eq_ignore_ascii_case(&config.tenant_id) {
+    if !tenant.eq_ignore_ascii_case(&shared.config.tenant_id) {
         return token_error(
+            now,
             StatusCode::BAD_REQUEST,
             "invalid_request",
             90002,
@@ -79,109 +85,133 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
             ),
         );
     }
+    match token(shared, &req, endpoint).await {
+        Ok(reply) => reply,
+        Err(refusal) => aadsts_reply(shared, &refusal),
+    }
+}
+
+fn missing(parameter: &str) -> AadstsError {
+    AadstsError {
+        status: StatusCode::BAD_REQUEST.as_u16(),
+        error: "invalid_request".into(),
+        code: 900144,
+        text: format!("The request body must contain the following parameter: '{parameter}'."),
+    }
+}
+
+/// `client_secret_basic`: the client id and secret, each form-encoded, in HTTP Basic.
+fn basic_credentials(req: &Req) -> Option<(String, String)> {
+    let value = req.header("authorization")?;
+    let (scheme, encoded) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = String::from_utf8(STANDARD.decode(encoded.trim()).ok()?).ok()?;
+    let (id, secret) = decoded.split_once(':')?;
+    let unescape = |s: &str| form_urlencoded::parse(format!("x={s}").as_bytes()).next().map(|(_, v)| v.into_owned());
+    Some((unescape(id)?, unescape(secret)?))
+}
+
+async fn token(shared: &Arc<Shared>, req: &Req, endpoint: Endpoint) -> Result<Reply, AadstsError> {
     let form: Vec<(String, String)> =
         form_urlencoded::parse(&req.body).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
     let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     if field("grant_type") != Some("client_credentials") {
-        return token_error(
-            StatusCode::BAD_REQUEST,
-            "unsupported_grant_type",
-            70003,
-            "The app requested an unsupported grant type.",
-        );
+        return Err(AadstsError {
+            status: StatusCode::BAD_REQUEST.as_u16(),
+            error: "unsupported_grant_type".into(),
+            code: 70003,
+            text: "The app requested an unsupported grant type.".into(),
+        });
     }
-    let Some(client_id) = field("client_id") else {
-        return token_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            900144,
-            "The request body must contain the following parameter: 'client_id'.",
-        );
+    let basic = basic_credentials(req);
+    let client_id = field("client_id").map(str::to_string).or_else(|| basic.as_ref().map(|(id, _)| id.clone()));
+    let Some(client_id) = client_id else { return Err(missing("client_id")) };
+    // v2.0 names the resource by a `/.default` scope, v1 by `resource` itself.
+    let scope = match endpoint {
+        Endpoint::V2 => {
+            let scope = field("scope").ok_or_else(|| missing("scope"))?;
+            federation::check_scope(scope)?;
+            scope.to_string()
+        }
+        Endpoint::V1 => format!("{}/.default", field("resource").ok_or_else(|| missing("resource"))?),
     };
-    let Some(scope) = field("scope") else {
-        return token_error(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            900144,
-            "The request body must contain the following parameter: 'scope'.",
-        );
-    };
-    if let Err(refusal) = federation::check_scope(scope) {
-        return aadsts_reply(&refusal);
-    }
-    if let Some(secret) = field("client_secret") {
+    let resource_name = entra_claims::resource_of_scope(&scope);
+    let secret = field("client_secret").map(str::to_string).or_else(|| basic.map(|(_, secret)| secret));
+    if let Some(secret) = secret {
         let object_id = {
             let state = shared.state();
-            authenticate_secret(&state, client_id, secret)
+            authenticate_secret(&state, &client_id, &secret, shared.timestamp())?
         };
-        let object_id = match object_id {
-            Ok(id) => id,
-            Err(refusal) => return aadsts_reply(&refusal),
-        };
+        let resource = entra_claims::resolve(shared, &resource_name)?;
         shared.sleep(Operation::Token).await;
-        let (token, expires_in) = issue(shared, client_id, &object_id, scope);
-        return token_reply(&token, expires_in);
+        let (token, expires_in) = entra_claims::issue(shared, &client_id, &object_id, &resource, ClientAuth::Secret);
+        return Ok(token_reply(shared, endpoint, &resource_name, &token, expires_in));
     }
     let Some(assertion) = field("client_assertion") else {
-        return token_error(
-            StatusCode::UNAUTHORIZED,
-            "invalid_client",
-            7000216,
-            "'client_assertion', 'client_secret' or 'request' is required for the 'client_credentials' grant type.",
-        );
+        return Err(AadstsError {
+            status: StatusCode::UNAUTHORIZED.as_u16(),
+            error: "invalid_client".into(),
+            code: 7000216,
+            text:
+                "'client_assertion', 'client_secret' or 'request' is required for the 'client_credentials' grant type."
+                    .into(),
+        });
     };
     if field("client_assertion_type") != Some(federation::ASSERTION_TYPE) {
-        return token_error(StatusCode::BAD_REQUEST, "invalid_request", 50027, "Invalid client_assertion_type.");
+        return Err(AadstsError {
+            status: StatusCode::BAD_REQUEST.as_u16(),
+            error: "invalid_request".into(),
+            code: 50027,
+            text: "Invalid client_assertion_type.".into(),
+        });
     }
-    match federation::exchange(shared, client_id, assertion, scope).await {
-        Ok(token) => token_reply(&token.access_token, token.expires_in),
-        Err(refusal) => aadsts_reply(&refusal),
+    let parsed = federation::assertion::Assertion::parse(assertion)?;
+    if !crate::entra_client_cert::is_self_issued(&parsed, &client_id) {
+        let token = federation::exchange(shared, &client_id, assertion, &scope).await?;
+        return Ok(token_reply(shared, endpoint, &resource_name, &token.access_token, token.expires_in));
     }
+    let object_id = crate::entra_client_cert::authenticate(shared, &client_id, &parsed, &token_endpoints(shared))?;
+    let resource: TokenResource = entra_claims::resolve(shared, &resource_name)?;
+    shared.sleep(Operation::Token).await;
+    let (token, expires_in) = entra_claims::issue(shared, &client_id, &object_id, &resource, ClientAuth::Assertion);
+    Ok(token_reply(shared, endpoint, &resource_name, &token, expires_in))
 }
 
-fn token_reply(token: &str, expires_in: i64) -> Reply {
-    Reply::json(
-        StatusCode::OK,
-        &json!({
+/// The audiences a certificate assertion may carry: this tenant's token endpoints, by id.
+fn token_endpoints(shared: &Shared) -> Vec<String> {
+    let base = format!("{}/{}", shared.endpoints.entra, shared.config.tenant_id);
+    vec![format!("{base}/oauth2/v2.0/token"), format!("{base}/oauth2/token")]
+}
+
+/// v2.0 answers numbers; v1 answers strings and adds `expires_on`, `not_before` and `resource`.
+fn token_reply(shared: &Shared, endpoint: Endpoint, resource: &str, token: &str, expires_in: i64) -> Reply {
+    let body = match endpoint {
+        Endpoint::V2 => json!({
             "token_type": "Bearer",
             "expires_in": expires_in,
             "ext_expires_in": expires_in,
             "access_token": token,
         }),
-    )
+        Endpoint::V1 => {
+            let now = shared.timestamp().as_second();
+            json!({
+                "token_type": "Bearer",
+                "expires_in": expires_in.to_string(),
+                "ext_expires_in": expires_in.to_string(),
+                "expires_on": now.saturating_add(expires_in).to_string(),
+                "not_before": now.to_string(),
+                "resource": resource,
+                "access_token": token,
+            })
+        }
+    };
+    Reply::json(StatusCode::OK, &body)
 }
 
-fn aadsts_reply(refusal: &AadstsError) -> Reply {
-    token_error(refusal.status_code(), &refusal.error, refusal.code, &refusal.text)
-}
-
-/// A v1 access token for `client_id` signed in as `object_id`, for the resource of `scope`;
-/// with its lifetime in seconds.
-pub(crate) fn issue(shared: &Shared, client_id: &str, object_id: &str, scope: &str) -> (String, i64) {
-    let config = &shared.config;
-    let now = shared.timestamp().as_second();
-    let lifetime = i64::try_from(config.token_lifetime.as_secs()).unwrap_or(i64::MAX);
-    let aud = audience_for_scope(scope);
-    let roles = if crate::graph::is_graph_audience(shared, &aud) {
-        crate::graph::app_roles(shared, client_id)
-    } else {
-        Vec::new()
-    };
-    let claims = Claims {
-        aud,
-        iss: format!("https://sts.windows.net/{}/", config.tenant_id),
-        iat: now,
-        nbf: now,
-        exp: now.saturating_add(lifetime),
-        appid: client_id.to_string(),
-        oid: object_id.to_string(),
-        sub: object_id.to_string(),
-        tid: config.tenant_id.clone(),
-        idtyp: "app".into(),
-        ver: "1.0".into(),
-        roles,
-    };
-    (auth::mint(&shared.token_key, &claims), lifetime)
+fn aadsts_reply(shared: &Shared, refusal: &AadstsError) -> Reply {
+    token_error(shared.timestamp(), refusal.status_code(), &refusal.error, refusal.code, &refusal.text)
 }
 
 fn invalid_secret(client_id: &str) -> AadstsError {
@@ -196,27 +226,30 @@ fn invalid_secret(client_id: &str) -> AadstsError {
 }
 
 /// Registered clients, then Graph applications with a password credential (whose
-/// service principal must exist, as in a real tenant).
+/// service principal must exist, as in a real tenant) that is valid at `now`.
 /// Also how in-process components (external-dns) sign in with a client secret.
 pub(crate) fn authenticate_secret(
     state: &crate::state::State,
     client_id: &str,
     secret: &str,
+    now: jiff::Timestamp,
 ) -> Result<String, AadstsError> {
     if let Some(client) = state.clients.get(client_id) {
         return if client.secret == secret { Ok(client.object_id.clone()) } else { Err(invalid_secret(client_id)) };
     }
     let app = state.applications.values().find(|a| a.app_id.eq_ignore_ascii_case(client_id));
     let sp = state.service_principals.values().find(|sp| sp.app_id.eq_ignore_ascii_case(client_id));
-    match (app, sp) {
-        (Some(app), Some(sp)) => {
-            // A secret added to the application or to its service principal signs in.
-            if app.passwords.iter().chain(&sp.passwords).any(|p| p.secret == secret) {
-                Ok(sp.id.clone())
-            } else {
-                Err(invalid_secret(client_id))
-            }
-        }
-        _ => Err(AadstsError::unknown_client(client_id, "sandbox")),
+    let (Some(app), Some(sp)) = (app, sp) else {
+        return Err(AadstsError::unknown_client(client_id, "sandbox"));
+    };
+    // A secret added to the application or to its service principal signs in.
+    let matching: Vec<_> = app.passwords.iter().chain(&sp.passwords).filter(|p| p.secret == secret).collect();
+    if matching.is_empty() {
+        return Err(invalid_secret(client_id));
     }
+    let expired = |end: &str| end.parse::<jiff::Timestamp>().is_ok_and(|end| end <= now);
+    if matching.iter().all(|p| expired(&p.end)) {
+        return Err(AadstsError::expired_secret(client_id));
+    }
+    Ok(sp.id.clone())
 }

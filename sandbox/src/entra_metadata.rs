@@ -1,6 +1,8 @@
 //! Entra's OpenID Connect discovery documents: `GET {authority}/{tenant}/v2.0/.well-known/openid-configuration`
 //! (v2.0 endpoints, what MSAL reads before its first token request) and the v1 document at
-//! `{authority}/{tenant}/.well-known/openid-configuration`. Anonymous, as in Entra.
+//! `{authority}/{tenant}/.well-known/openid-configuration`, the signing keys they point to, and
+//! instance discovery (`{authority}/common/discovery/instance`, which MSAL asks about an authority
+//! host it does not know). Anonymous, as in Entra.
 
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -18,13 +20,14 @@ pub(crate) fn answer(shared: &Shared, req: &Req) -> Option<Reply> {
     let (tenant, v2) = match segs.as_slice() {
         [tenant, "v2.0", ".well-known", "openid-configuration"] => (*tenant, true),
         [tenant, ".well-known", "openid-configuration"] => (*tenant, false),
-        [tenant, "discovery", "v2.0", "keys"] | [tenant, "discovery", "keys"] => {
-            return Some(keys(shared, req, tenant));
-        }
+        [tenant, "discovery", "v2.0", "keys"] => return Some(keys(shared, req, tenant, true)),
+        [tenant, "discovery", "keys"] => return Some(keys(shared, req, tenant, false)),
+        [tenant, "discovery", "instance"] => return Some(instance_discovery(shared, req, tenant)),
         _ => return None,
     };
     if req.method != Method::GET {
         return Some(token_error(
+            shared.timestamp(),
             StatusCode::METHOD_NOT_ALLOWED,
             "invalid_request",
             900561,
@@ -53,6 +56,7 @@ fn known_tenant(shared: &Shared, tenant: &str) -> Result<String, Reply> {
         return Ok("{tenantid}".to_string());
     }
     Err(token_error(
+        shared.timestamp(),
         StatusCode::BAD_REQUEST,
         "invalid_tenant",
         90002,
@@ -63,7 +67,6 @@ fn known_tenant(shared: &Shared, tenant: &str) -> Result<String, Reply> {
 }
 
 fn v2_document(base: &str, tenant_id: &str) -> Value {
-    let authority_root = base.rsplit_once('/').map(|(root, _)| root).unwrap_or(base);
     json!({
         "token_endpoint": format!("{base}/oauth2/v2.0/token"),
         "token_endpoint_auth_methods_supported": ["client_secret_post", "private_key_jwt", "client_secret_basic"],
@@ -73,7 +76,8 @@ fn v2_document(base: &str, tenant_id: &str) -> Value {
         "id_token_signing_alg_values_supported": ["RS256"],
         "response_types_supported": ["code", "id_token", "code id_token", "id_token token"],
         "scopes_supported": ["openid", "profile", "email", "offline_access"],
-        "issuer": format!("{authority_root}/{tenant_id}/v2.0"),
+        // Entra's v2.0 issuer, whatever host served the document: what v2.0 tokens carry.
+        "issuer": format!("https://login.microsoftonline.com/{tenant_id}/v2.0"),
         "request_uri_parameter_supported": false,
         "authorization_endpoint": format!("{base}/oauth2/v2.0/authorize"),
         "device_authorization_endpoint": format!("{base}/oauth2/v2.0/devicecode"),
@@ -98,7 +102,7 @@ fn v1_document(base: &str, authority: &str, tenant_id: &str) -> Value {
         "id_token_signing_alg_values_supported": ["RS256"],
         "response_types_supported": ["code", "id_token", "code id_token", "token id_token", "token"],
         "scopes_supported": ["openid"],
-        // v1 tokens (the ones the sandbox issues) carry this issuer.
+        // v1.0 tokens (those of the first-party resources) carry this issuer.
         "issuer": format!("https://sts.windows.net/{tenant_id}/"),
         "authorization_endpoint": format!("{base}/oauth2/authorize"),
         "device_authorization_endpoint": format!("{base}/oauth2/devicecode"),
@@ -116,19 +120,74 @@ fn v1_document(base: &str, authority: &str, tenant_id: &str) -> Value {
     })
 }
 
-/// The signing keys document. Sandbox access tokens are HMAC-signed with a key only the
-/// sandbox holds, so there is no public key to publish: the set is empty.
-fn keys(shared: &Shared, req: &Req, tenant: &str) -> Reply {
-    if req.method != Method::GET {
-        return token_error(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "invalid_request",
-            900561,
-            "The endpoint only accepts GET requests.",
-        );
+fn get_only(shared: &Shared, req: &Req) -> Result<(), Reply> {
+    if req.method == Method::GET {
+        return Ok(());
+    }
+    Err(token_error(
+        shared.timestamp(),
+        StatusCode::METHOD_NOT_ALLOWED,
+        "invalid_request",
+        900561,
+        "The endpoint only accepts GET requests.",
+    ))
+}
+
+/// The signing keys document: the key access tokens are signed with. The v2.0 document names
+/// the issuer in each key (`{tenantid}` for the multi-tenant aliases), the v1 one does not.
+fn keys(shared: &Shared, req: &Req, tenant: &str, v2: bool) -> Reply {
+    if let Err(reply) = get_only(shared, req) {
+        return reply;
     }
     match known_tenant(shared, tenant) {
-        Ok(_) => Reply::json(StatusCode::OK, &json!({ "keys": [] })),
+        Ok(tenant_id) => {
+            let issuer = v2.then(|| format!("https://login.microsoftonline.com/{tenant_id}/v2.0"));
+            Reply::json(StatusCode::OK, &json!({ "keys": [shared.token_key.jwk(issuer.as_deref())] }))
+        }
         Err(reply) => reply,
     }
+}
+
+/// Instance discovery: whether `authorization_endpoint` is on a known authority host (here,
+/// only the sandbox's own) and where its tenant's discovery document is. Entra answers
+/// `invalid_instance` (AADSTS50049) for a host it does not know.
+fn instance_discovery(shared: &Shared, req: &Req, tenant: &str) -> Reply {
+    if let Err(reply) = get_only(shared, req) {
+        return reply;
+    }
+    if let Err(reply) = known_tenant(shared, tenant) {
+        return reply;
+    }
+    let authority = &shared.endpoints.entra;
+    let host = authority.trim_start_matches("https://");
+    // MSAL names the authority by host alone (`https://{instance}/{tenant}/oauth2/v2.0/authorize`,
+    // no port): the sandbox knows its own host, on whatever port.
+    let endpoint = req.query("authorization_endpoint").unwrap_or_default();
+    let parsed = reqwest::Url::parse(endpoint).ok();
+    let own_host = host.rsplit_once(':').map_or(host, |(h, _)| h);
+    let Some(url) = parsed.filter(|u| u.scheme() == "https" && u.host_str() == Some(own_host)) else {
+        return token_error(
+            shared.timestamp(),
+            StatusCode::BAD_REQUEST,
+            "invalid_instance",
+            50049,
+            "Unknown or invalid instance.",
+        );
+    };
+    // `/{tenant}/oauth2/v2.0/authorize` or `/{tenant}/oauth2/authorize`.
+    let path = url.path();
+    let endpoint_tenant = path.trim_start_matches('/').split('/').next().filter(|t| !t.is_empty()).unwrap_or("common");
+    let document = if path.contains("/v2.0/") {
+        format!("{authority}/{endpoint_tenant}/v2.0/.well-known/openid-configuration")
+    } else {
+        format!("{authority}/{endpoint_tenant}/.well-known/openid-configuration")
+    };
+    Reply::json(
+        StatusCode::OK,
+        &json!({
+            "tenant_discovery_endpoint": document,
+            "api-version": "1.1",
+            "metadata": [{"preferred_network": host, "preferred_cache": host, "aliases": [host]}],
+        }),
+    )
 }

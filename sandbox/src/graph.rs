@@ -11,7 +11,7 @@ use crate::graph_query::{self, Query};
 use crate::latency::Operation;
 use crate::state::{Application, PasswordCredential, ServicePrincipal};
 use crate::wire::{Reply, Req};
-use crate::{Shared, graph_federated, graph_shapes};
+use crate::{Shared, graph_federated, graph_key_credentials, graph_shapes};
 
 const CONTENT_TYPE: &str =
     "application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8";
@@ -87,6 +87,7 @@ fn render_app(app: &Application) -> Value {
             "id": app.id, "appId": app.app_id,
             "createdDateTime": app.created_at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
             "displayName": app.display_name, "passwordCredentials": render_passwords(&app.passwords),
+            "keyCredentials": graph_key_credentials::render(app.extra.get("keyCredentials"), false),
             "publisherDomain": "sandbox.onmicrosoft.com",
         }),
     )
@@ -221,6 +222,9 @@ async fn answer(shared: &Arc<Shared>, req: &Req) -> Reply {
             "Insufficient privileges to complete the operation.",
         );
     }
+    if req.header("if-match").is_some() {
+        return if_match_unsupported();
+    }
     let segs: Vec<&str> = req.segments.iter().map(String::as_str).collect();
     let base = shared.endpoints.graph.clone();
     match segs.as_slice() {
@@ -278,6 +282,18 @@ async fn answer(shared: &Arc<Shared>, req: &Req) -> Reply {
         }
         _ => unknown_segment(&segs),
     }
+}
+
+/// Graph v1.0 gives applications and service principals no ETag (no `@odata.etag`, no `ETag`
+/// header; their update operations document no `If-Match`), so there is nothing a precondition
+/// could be checked against. The sandbox refuses one rather than apply a write the caller made
+/// conditional.
+fn if_match_unsupported() -> Reply {
+    graph_error(
+        StatusCode::BAD_REQUEST,
+        "Request_BadRequest",
+        "The 'If-Match' header is not supported: applications and servicePrincipals carry no ETag.",
+    )
 }
 
 fn unknown_segment(segs: &[&str]) -> Reply {
@@ -428,6 +444,12 @@ async fn applications(shared: &Arc<Shared>, req: &Req, base: &str, path: &[&str]
             shared.sleep(Operation::GraphApplicationPost).await;
             let mut extra = body.as_object().cloned().unwrap_or_default();
             extra.remove("passwordCredentials");
+            if let Some(written) = extra.get("keyCredentials") {
+                match graph_key_credentials::normalize(written) {
+                    Ok(keys) => extra.insert("keyCredentials".into(), keys),
+                    Err(reply) => return reply,
+                };
+            }
             let app = Application {
                 id: uuid::Uuid::new_v4().to_string(),
                 app_id: uuid::Uuid::new_v4().to_string(),
@@ -451,7 +473,14 @@ async fn applications(shared: &Arc<Shared>, req: &Req, base: &str, path: &[&str]
         }
         (Method::GET, [id]) => {
             shared.sleep(Operation::GraphRead).await;
-            let rendered = shared.state().applications.get(*id).map(render_app);
+            let rendered = shared.state().applications.get(*id).map(|app| {
+                let mut rendered = render_app(app);
+                // `key` is returned only when a single object's keyCredentials are selected.
+                if graph_query::select_of(req).is_some_and(|s| s.iter().any(|p| p == "keyCredentials")) {
+                    rendered["keyCredentials"] = graph_key_credentials::render(app.extra.get("keyCredentials"), true);
+                }
+                rendered
+            });
             match rendered {
                 Some(app) => entity(base, req, "applications", TYPE, app),
                 None => not_found(id),
@@ -468,6 +497,13 @@ async fn applications(shared: &Arc<Shared>, req: &Req, base: &str, path: &[&str]
                     "Request_BadRequest",
                     "Property 'passwordCredentials' is read-only and cannot be set. Use addPassword.",
                 );
+            }
+            let mut body = body;
+            if let Some(written) = body.get("keyCredentials") {
+                match graph_key_credentials::normalize(written) {
+                    Ok(keys) => body["keyCredentials"] = keys,
+                    Err(reply) => return reply,
+                }
             }
             shared.sleep(Operation::GraphApplicationPost).await;
             let mut state = shared.state();

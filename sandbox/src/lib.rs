@@ -16,11 +16,15 @@ mod auth;
 mod blob;
 mod config;
 mod entra;
+mod entra_claims;
+mod entra_client_cert;
 mod entra_metadata;
+mod entra_signing;
 mod faults;
 mod federation;
 mod graph;
 mod graph_federated;
+mod graph_key_credentials;
 mod graph_query;
 mod graph_shapes;
 mod hypershift;
@@ -98,8 +102,8 @@ pub(crate) struct Shared {
     /// The management cluster's API server, whose requests the request log lists too.
     pub kube: kube::KubeHandle,
     pub endpoints: Endpoints,
-    /// Signs and checks access tokens.
-    pub token_key: [u8; 32],
+    /// Signs and checks access tokens; published in Entra's JWKS.
+    pub token_key: entra_signing::SigningKey,
     /// Reads federated issuers' OpenID documents; trusts only the sandbox CA.
     pub issuer_client: reqwest::Client,
 }
@@ -214,7 +218,7 @@ impl Sandbox {
                 created: config.clock.now().checked_sub(Duration::from_secs(86_400)).unwrap_or_else(Instant::now),
             },
         );
-        let token_key: [u8; 32] = rand::random();
+        let token_key = entra_signing::SigningKey::generate(config.clock.timestamp())?;
         let issuer_client = federation::issuer_client(&tls.ca_pem).map_err(Error::Tls)?;
         let shared = Arc::new(Shared {
             faults: Mutex::new(FaultInjector::new(config.faults.clone())),

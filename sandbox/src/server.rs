@@ -231,6 +231,7 @@ fn throttled(shared: &Shared, service: Service, req: &Req, after: std::time::Dur
         Service::Blob => crate::blob::blob_error(StatusCode::SERVICE_UNAVAILABLE, "ServerBusy", "The server is busy."),
         Service::Kube => Reply::empty(StatusCode::TOO_MANY_REQUESTS),
         Service::Entra => crate::entra::token_error(
+            shared.timestamp(),
             StatusCode::TOO_MANY_REQUESTS,
             "temporarily_unavailable",
             90055,
@@ -265,6 +266,7 @@ fn server_error(shared: &Shared, service: Service, correlation_id: &str) -> Repl
             "Server encountered an internal error. Please try again after some time.",
         ),
         Service::Entra => crate::entra::token_error(
+            shared.timestamp(),
             StatusCode::INTERNAL_SERVER_ERROR,
             "server_error",
             50000,

@@ -21,7 +21,7 @@ async fn openid_discovery_documents_are_served_anonymously() {
     assert_eq!(v2.status(), 200);
     let v2: Value = v2.json().await.unwrap();
     assert_eq!(v2["token_endpoint"], format!("{authority}/oauth2/v2.0/token"));
-    assert_eq!(v2["issuer"], format!("{authority}/v2.0"));
+    assert_eq!(v2["issuer"], format!("https://login.microsoftonline.com/{}/v2.0", sandbox.tenant_id()));
     assert!(v2["authorization_endpoint"].as_str().unwrap().starts_with(&authority));
 
     let v1 = support::json_of(client.get(format!("{authority}/.well-known/openid-configuration"))).await;

@@ -12,6 +12,9 @@ use super::errors::AadstsError;
 struct Header {
     alg: String,
     kid: Option<String>,
+    x5t: Option<String>,
+    #[serde(rename = "x5t#S256")]
+    x5t_s256: Option<String>,
 }
 
 /// An unverified JWT.
@@ -19,6 +22,9 @@ struct Header {
 pub(crate) struct Assertion {
     pub alg: String,
     pub kid: Option<String>,
+    /// The certificate thumbprints a client certificate's assertion names its key by.
+    pub x5t: Option<String>,
+    pub x5t_s256: Option<String>,
     pub iss: String,
     pub sub: String,
     /// `aud` as a list, whether the token carries a string or an array.
@@ -28,6 +34,11 @@ pub(crate) struct Assertion {
     /// `header.payload`, what the signature signs.
     pub signing_input: String,
     pub signature: Vec<u8>,
+}
+
+/// A JWT NumericDate: seconds, possibly with a fraction (MSAL Python sends `time.time()` sums).
+fn numeric_date(value: &Value) -> Option<i64> {
+    value.as_i64().or_else(|| value.as_f64().filter(|f| f.is_finite()).map(|f| f.floor() as i64))
 }
 
 impl Assertion {
@@ -51,11 +62,13 @@ impl Assertion {
         Ok(Assertion {
             alg: head.alg,
             kid: head.kid,
+            x5t: head.x5t,
+            x5t_s256: head.x5t_s256,
             iss: text("iss"),
             sub: text("sub"),
             aud,
-            exp: claims["exp"].as_i64(),
-            nbf: claims["nbf"].as_i64(),
+            exp: numeric_date(&claims["exp"]),
+            nbf: numeric_date(&claims["nbf"]),
             signing_input: format!("{header}.{payload}"),
             signature: decode(signature)?,
         })

@@ -158,9 +158,77 @@ impl AadstsError {
     }
 }
 
-/// Client-credential flows take exactly a `<resource>/.default` scope.
+const CERTIFICATE_DOCS: &str = "Review the documentation at https://docs.microsoft.com/azure/active-directory/develop/active-directory-certificate-credentials .";
+
+/// A client's own credentials refused: expired secrets and certificate assertions.
+impl AadstsError {
+    /// Every secret matching the one sent has passed its `endDateTime`.
+    pub(crate) fn expired_secret(client_id: &str) -> AadstsError {
+        AadstsError::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+            7000222,
+            format!(
+                "The provided client secret keys for app '{client_id}' are expired. Visit the Azure portal to create new keys for your app: https://aka.ms/NewClientSecret, or consider using certificate credentials for added security: https://aka.ms/certCreds."
+            ),
+        )
+    }
+
+    /// A certificate assertion whose `aud` is not this tenant's token endpoint (MSAL.NET #2746).
+    pub(crate) fn assertion_audience() -> AadstsError {
+        AadstsError::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+            700023,
+            format!("Client assertion audience claim does not match Realm issuer. {CERTIFICATE_DOCS}"),
+        )
+    }
+
+    /// The application has no certificate with the assertion's thumbprint.
+    pub(crate) fn certificate_not_found(thumbprint: &str, client_id: &str) -> AadstsError {
+        AadstsError::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+            700027,
+            format!(
+                "Client assertion contains an invalid signature. [Reason - The key was not found., Thumbprint of key used by client: '{thumbprint}', Please visit the Azure Portal, Graph Explorer or directly use MS Graph to see configured keys for app Id '{client_id}'. Review the documentation at https://docs.microsoft.com/en-us/graph/deployments if you are not using the right endpoint.]"
+            ),
+        )
+    }
+
+    /// The certificate is registered but outside its start and end dates.
+    pub(crate) fn certificate_expired(thumbprint: &str, start: &str, end: &str) -> AadstsError {
+        AadstsError::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+            700027,
+            format!(
+                "Client assertion contains an invalid signature. [Reason - The key used is expired., Thumbprint of key used by client: '{thumbprint}', Found key 'Start={start}, End={end}']"
+            ),
+        )
+    }
+}
+
+/// Client-credential flows take exactly one `<resource>/.default` scope.
 pub(crate) fn check_scope(scope: &str) -> Result<(), AadstsError> {
-    if scope.trim_end().ends_with("/.default") {
+    let scopes: Vec<&str> = scope.split_whitespace().collect();
+    if scopes.is_empty() {
+        return Err(AadstsError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_scope",
+            70011,
+            "The provided request must include a 'scope' input parameter.".into(),
+        ));
+    }
+    if scopes.len() > 1 && scopes.iter().all(|s| s.ends_with("/.default")) {
+        return Err(AadstsError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_scope",
+            70011,
+            format!("The provided value for the input parameter 'scope' is not valid. The scope {scope} is not valid."),
+        ));
+    }
+    if scopes.len() == 1 && scopes[0].ends_with("/.default") {
         return Ok(());
     }
     Err(AadstsError::new(

@@ -9,11 +9,11 @@
 //! Every refusal is an [`AadstsError`] with the code and text Entra answers. The token endpoint
 //! serves this over HTTP; in-process callers (simulated cluster components) use [`exchange`].
 
-mod assertion;
+pub(crate) mod assertion;
 mod errors;
 mod issuer;
 mod records;
-mod signature;
+pub(crate) mod signature;
 
 use crate::Shared;
 use crate::latency::Operation;
@@ -42,6 +42,7 @@ pub(crate) async fn exchange(
     scope: &str,
 ) -> Result<FederatedToken, AadstsError> {
     errors::check_scope(scope)?;
+    let resource = crate::entra_claims::resolve(shared, &crate::entra_claims::resource_of_scope(scope))?;
     let assertion = assertion::Assertion::parse(assertion)?;
     assertion.check_time(shared.timestamp().as_second())?;
     let trusted = {
@@ -52,6 +53,12 @@ pub(crate) async fn exchange(
     let keys = issuer::fetch_keys(&shared.issuer_client, &assertion.iss).await?;
     signature::check(&assertion, &keys.keys, &assertion.iss)?;
     shared.sleep(Operation::Token).await;
-    let (access_token, expires_in) = crate::entra::issue(shared, client_id, &trusted.principal_id, scope);
+    let (access_token, expires_in) = crate::entra_claims::issue(
+        shared,
+        client_id,
+        &trusted.principal_id,
+        &resource,
+        crate::entra_claims::ClientAuth::Assertion,
+    );
     Ok(FederatedToken { access_token, expires_in })
 }

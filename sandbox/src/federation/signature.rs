@@ -4,6 +4,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rsa::pkcs1v15::{Signature, VerifyingKey};
+use rsa::pkcs8::DecodePublicKey;
 use rsa::signature::Verifier;
 use rsa::{BigUint, RsaPublicKey};
 use serde_json::Value;
@@ -25,6 +26,9 @@ fn public_key(jwk: &Value) -> Option<RsaPublicKey> {
 }
 
 fn verifies(key: RsaPublicKey, alg: &str, message: &[u8], signature: &[u8]) -> bool {
+    if alg.starts_with("PS") {
+        return verifies_pss(key, alg, message, signature);
+    }
     let Ok(signature) = Signature::try_from(signature) else {
         return false;
     };
@@ -34,6 +38,27 @@ fn verifies(key: RsaPublicKey, alg: &str, message: &[u8], signature: &[u8]) -> b
         "RS512" => VerifyingKey::<sha2::Sha512>::new(key).verify(message, &signature).is_ok(),
         _ => false,
     }
+}
+
+/// RSASSA-PSS (MSAL signs client certificate assertions PS256 when it names the key by
+/// `x5t#S256`).
+fn verifies_pss(key: RsaPublicKey, alg: &str, message: &[u8], signature: &[u8]) -> bool {
+    use rsa::pss::{Signature, VerifyingKey};
+    let Ok(signature) = Signature::try_from(signature) else {
+        return false;
+    };
+    match alg {
+        "PS256" => VerifyingKey::<sha2::Sha256>::new(key).verify(message, &signature).is_ok(),
+        "PS384" => VerifyingKey::<sha2::Sha384>::new(key).verify(message, &signature).is_ok(),
+        "PS512" => VerifyingKey::<sha2::Sha512>::new(key).verify(message, &signature).is_ok(),
+        _ => false,
+    }
+}
+
+/// Whether the RSA key of a certificate (its SubjectPublicKeyInfo DER) verifies the assertion.
+pub(crate) fn verifies_with_spki(spki_der: &[u8], assertion: &Assertion) -> bool {
+    RsaPublicKey::from_public_key_der(spki_der)
+        .is_ok_and(|key| verifies(key, &assertion.alg, assertion.signing_input.as_bytes(), &assertion.signature))
 }
 
 /// Finds the key by `kid` among `keys` and verifies the assertion with it.

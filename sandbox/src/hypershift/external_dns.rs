@@ -238,7 +238,8 @@ impl ExternalDnsReconciler {
             ));
         }
         let state = hs.shared.state();
-        crate::entra::authenticate_secret(&state, &c.client_id, &c.client_secret).map_err(|e| e.to_string())
+        crate::entra::authenticate_secret(&state, &c.client_id, &c.client_secret, hs.shared.timestamp())
+            .map_err(|e| e.to_string())
     }
 
     /// A and TXT record sets for every published hostname under the domain filter.
