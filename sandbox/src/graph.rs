@@ -445,7 +445,7 @@ async fn applications(shared: &Arc<Shared>, req: &Req, base: &str, path: &[&str]
             let mut extra = body.as_object().cloned().unwrap_or_default();
             extra.remove("passwordCredentials");
             if let Some(written) = extra.get("keyCredentials") {
-                match graph_key_credentials::normalize(written) {
+                match graph_key_credentials::normalize(written, None) {
                     Ok(keys) => extra.insert("keyCredentials".into(), keys),
                     Err(reply) => return reply,
                 };
@@ -498,16 +498,16 @@ async fn applications(shared: &Arc<Shared>, req: &Req, base: &str, path: &[&str]
                     "Property 'passwordCredentials' is read-only and cannot be set. Use addPassword.",
                 );
             }
+            shared.sleep(Operation::GraphApplicationPost).await;
+            let mut state = shared.state();
+            let Some(app) = state.applications.get_mut(*id) else { return not_found(id) };
             let mut body = body;
             if let Some(written) = body.get("keyCredentials") {
-                match graph_key_credentials::normalize(written) {
+                match graph_key_credentials::normalize(written, app.extra.get("keyCredentials")) {
                     Ok(keys) => body["keyCredentials"] = keys,
                     Err(reply) => return reply,
                 }
             }
-            shared.sleep(Operation::GraphApplicationPost).await;
-            let mut state = shared.state();
-            let Some(app) = state.applications.get_mut(*id) else { return not_found(id) };
             if let Some(name) = body["displayName"].as_str() {
                 app.display_name = name.to_string();
             }

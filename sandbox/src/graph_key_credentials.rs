@@ -23,12 +23,22 @@ fn graph_time(t: x509_parser::time::ASN1Time) -> String {
 }
 
 /// The credentials of a PATCH body, completed, or Graph's 400 for one that is not a certificate.
-pub(crate) fn normalize(written: &Value) -> Result<Value, Reply> {
+/// A credential sent back as read (`key` null, its `keyId` one the application has) keeps
+/// the stored certificate: how clients append to the list they read.
+pub(crate) fn normalize(written: &Value, stored: Option<&Value>) -> Result<Value, Reply> {
     let Some(list) = written.as_array() else {
         return Err(invalid("Invalid value specified for property 'keyCredentials' of resource 'Application'."));
     };
     let mut out = Vec::new();
     for cred in list {
+        if cred["key"].is_null() {
+            let same_id = |c: &&Value| c["keyId"].as_str().is_some() && c["keyId"] == cred["keyId"];
+            let kept = stored.and_then(Value::as_array).and_then(|s| s.iter().find(same_id));
+            if let Some(kept) = kept {
+                out.push(kept.clone());
+                continue;
+            }
+        }
         let der = cred["key"].as_str().and_then(|k| STANDARD.decode(k).ok());
         let parsed = der.as_deref().and_then(|d| x509_parser::parse_x509_certificate(d).ok()).map(|(_, c)| c);
         let (Some(der), Some(cert)) = (der.as_deref(), parsed) else {

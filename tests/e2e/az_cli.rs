@@ -436,6 +436,27 @@ fn az_ad_manages_applications_federated_credentials_and_service_principals() {
     assert_eq!(signed_in[0]["user"]["name"], app_id.as_str(), "{signed_in}");
     az.login();
 
+    // A certificate credential: az makes a self-signed certificate, registers it on the
+    // application's keyCredentials, and signs in with a client assertion its key signs.
+    let reset = az.json(&["ad", "sp", "credential", "reset", "--id", &app_id, "--create-cert"]);
+    let pem = reset["fileWithCertAndPrivateKey"].as_str().expect("az wrote the certificate").to_string();
+    let keys = az.json(&["ad", "app", "credential", "list", "--id", &app_id, "--cert"]);
+    assert_eq!(keys.as_array().unwrap().len(), 1, "{keys}");
+    assert_eq!(keys[0]["type"], "AsymmetricX509Cert");
+    let signed_in = az.json(&[
+        "login",
+        "--service-principal",
+        "--username",
+        &app_id,
+        "--certificate",
+        &pem,
+        "--tenant",
+        &sandbox.settings["AZURE_TENANT_ID"],
+        "--allow-no-subscriptions",
+    ]);
+    assert_eq!(signed_in[0]["user"]["name"], app_id.as_str(), "{signed_in}");
+    az.login();
+
     az.ok(&["ad", "sp", "delete", "--id", &sp_id]);
     az.ok(&["ad", "app", "delete", "--id", &app_id]);
     let missing = az.fails(&["ad", "app", "show", "--id", &app_id]);
