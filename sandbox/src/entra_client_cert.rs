@@ -1,8 +1,8 @@
 //! Client certificate credentials: a `client_assertion` the application signs itself
 //! (`iss` = `sub` = its client id), naming its certificate by `x5t` (base64url SHA-1 of the DER)
 //! or `x5t#S256`, checked against the certificates on the application's `keyCredentials`
-//! (Graph PATCH, or `az ad sp credential reset --create-cert`), within their dates, and its
-//! `aud` against this tenant's token endpoints.
+//! or its service principal's (Graph PATCH; `az ad app|sp credential reset --create-cert`),
+//! within their dates, and its `aud` against this tenant's token endpoints.
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -27,12 +27,12 @@ struct Registered {
     end: String,
 }
 
-fn registered_certificates(app_extra: &serde_json::Map<String, Value>) -> Vec<Registered> {
-    let Some(creds) = app_extra.get("keyCredentials").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    creds
-        .iter()
+fn registered_certificates<'a>(lists: impl IntoIterator<Item = Option<&'a Value>>) -> Vec<Registered> {
+    lists
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .flatten()
         .filter(|c| c["type"].as_str() == Some("AsymmetricX509Cert") && c["usage"].as_str() == Some("Verify"))
         .filter_map(|c| {
             let der = STANDARD.decode(c["key"].as_str()?).ok()?;
@@ -79,7 +79,8 @@ pub(crate) fn authenticate(
         assertion.x5t.as_deref().is_some_and(|t| t.trim_end_matches('=') == x5t(&cert.der))
             || assertion.x5t_s256.as_deref().is_some_and(|t| t.trim_end_matches('=') == x5t_s256(&cert.der))
     };
-    let certificates = registered_certificates(&app.extra);
+    // Certificates on the application, or on its service principal (as for secrets).
+    let certificates = registered_certificates([app.extra.get("keyCredentials"), Some(&sp.key_credentials)]);
     let Some(cert) = certificates.iter().find(|c| named(c)) else {
         return Err(AadstsError::certificate_not_found(&thumbprint, client_id));
     };

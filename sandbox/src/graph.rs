@@ -107,6 +107,7 @@ fn render_sp(sp: &ServicePrincipal, tenant: &str, app: Option<&Application>) -> 
             "createdDateTime": sp.created_at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
             "displayName": sp.display_name, "servicePrincipalNames": names,
             "signInAudience": sp.sign_in_audience, "passwordCredentials": render_passwords(&sp.passwords),
+            "keyCredentials": graph_key_credentials::render(Some(&sp.key_credentials), false),
         }),
     )
 }
@@ -611,6 +612,7 @@ async fn service_principals(shared: &Arc<Shared>, req: &Req, base: &str, path: &
                     .unwrap_or(graph_shapes::DEFAULT_SIGN_IN_AUDIENCE)
                     .to_string(),
                 passwords: Vec::new(),
+                key_credentials: json!([]),
                 created: shared.now(),
                 created_at: shared.timestamp(),
             };
@@ -640,6 +642,12 @@ async fn service_principals(shared: &Arc<Shared>, req: &Req, base: &str, path: &
             };
             let mut state = shared.state();
             let Some(sp) = state.service_principals.get_mut(*id) else { return not_found(id) };
+            if let Some(written) = body.get("keyCredentials") {
+                match graph_key_credentials::normalize(written, Some(&sp.key_credentials)) {
+                    Ok(keys) => sp.key_credentials = keys,
+                    Err(reply) => return reply,
+                }
+            }
             if let Some(enabled) = body["accountEnabled"].as_bool() {
                 sp.account_enabled = enabled;
             }

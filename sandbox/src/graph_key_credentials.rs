@@ -1,4 +1,5 @@
-//! An application's `keyCredentials` (certificates it signs client assertions with), as Graph
+//! The `keyCredentials` of an application or a service principal (certificates the client signs
+//! its assertions with), as Graph
 //! takes them in a PATCH and renders them: Graph fills what the writer left out from the
 //! certificate itself (`keyId`, `customKeyIdentifier` = the SHA-1 thumbprint, `displayName` =
 //! the subject, the validity dates), and never returns `key` in a read except under
@@ -27,7 +28,7 @@ fn graph_time(t: x509_parser::time::ASN1Time) -> String {
 /// the stored certificate: how clients append to the list they read.
 pub(crate) fn normalize(written: &Value, stored: Option<&Value>) -> Result<Value, Reply> {
     let Some(list) = written.as_array() else {
-        return Err(invalid("Invalid value specified for property 'keyCredentials' of resource 'Application'."));
+        return Err(invalid("Invalid value specified for property 'keyCredentials'."));
     };
     let mut out = Vec::new();
     for cred in list {
@@ -39,7 +40,9 @@ pub(crate) fn normalize(written: &Value, stored: Option<&Value>) -> Result<Value
                 continue;
             }
         }
-        let der = cred["key"].as_str().and_then(|k| STANDARD.decode(k).ok());
+        // Edm.Binary in base64; whitespace is ignored, as az sends a PEM body with its line breaks.
+        let compact = |k: &str| k.chars().filter(|c| !c.is_ascii_whitespace()).collect::<String>();
+        let der = cred["key"].as_str().and_then(|k| STANDARD.decode(compact(k)).ok());
         let parsed = der.as_deref().and_then(|d| x509_parser::parse_x509_certificate(d).ok()).map(|(_, c)| c);
         let (Some(der), Some(cert)) = (der.as_deref(), parsed) else {
             return Err(invalid("Invalid value specified for property 'key' of resource 'KeyCredential'."));

@@ -437,10 +437,10 @@ fn az_ad_manages_applications_federated_credentials_and_service_principals() {
     az.login();
 
     // A certificate credential: az makes a self-signed certificate, registers it on the
-    // application's keyCredentials, and signs in with a client assertion its key signs.
+    // service principal's keyCredentials, and signs in with a client assertion its key signs.
     let reset = az.json(&["ad", "sp", "credential", "reset", "--id", &app_id, "--create-cert"]);
     let pem = reset["fileWithCertAndPrivateKey"].as_str().expect("az wrote the certificate").to_string();
-    let keys = az.json(&["ad", "app", "credential", "list", "--id", &app_id, "--cert"]);
+    let keys = az.json(&["ad", "sp", "credential", "list", "--id", &app_id, "--cert"]);
     assert_eq!(keys.as_array().unwrap().len(), 1, "{keys}");
     assert_eq!(keys[0]["type"], "AsymmetricX509Cert");
     let signed_in = az.json(&[

@@ -41,6 +41,9 @@ pub(crate) struct ServicePrincipal {
     pub sign_in_audience: String,
     /// Secrets added to the service principal itself (`az ad sp credential reset`).
     pub passwords: Vec<PasswordCredential>,
+    /// Certificates on the service principal itself (`az ad sp credential reset --create-cert`),
+    /// as Graph stores them (a JSON array of keyCredential).
+    pub key_credentials: serde_json::Value,
     pub created: Instant,
     pub created_at: jiff::Timestamp,
 }
