@@ -56,7 +56,9 @@ fn verify(token: &str, keys: &[Value], audience: &str, issuer: &str) -> Value {
 
 #[tokio::test]
 async fn tokens_verify_against_the_published_keys_with_v1_claims_from_both_endpoints() {
-    let sandbox = support::start(SandboxConfig::instant()).await;
+    // A simulated clock that stands still, so the token's times can be compared with it.
+    let start: jiff::Timestamp = "2031-03-14T15:09:26Z".parse().unwrap();
+    let sandbox = support::start(SandboxConfig { clock: Clock::simulated(start), ..SandboxConfig::instant() }).await;
     let client = support::client(&sandbox);
     let keys = published_keys(&sandbox, &client).await;
     assert_eq!(keys.len(), 1);
@@ -87,7 +89,8 @@ async fn tokens_verify_against_the_published_keys_with_v1_claims_from_both_endpo
     assert_eq!(claims["idtyp"], "app");
     assert_eq!(claims["tid"], sandbox.tenant_id());
     assert_eq!(claims["sub"], claims["oid"]);
-    assert_eq!(claims["iat"], sandbox.clock().timestamp().as_second());
+    assert_eq!(claims["iat"], start.as_second());
+    assert_eq!(claims["exp"], start.as_second() + 3599);
     for opaque in ["uti", "rh", "aio"] {
         assert!(claims[opaque].as_str().is_some_and(|v| !v.is_empty()), "{opaque}");
     }
