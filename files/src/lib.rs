@@ -25,6 +25,19 @@ pub const PUBLIC: u32 = 0o644;
 
 /// Writes `bytes` to `path` with `mode`, atomically; creates missing parent directories.
 pub fn write(path: &Path, bytes: &[u8], mode: u32, existing: Existing) -> io::Result<()> {
+    write_inner(path, bytes, mode, existing, true)
+}
+
+/// [`write`] without flushing anything to disk: a rename of a temporary file, no fsync. Readers
+/// see the old content or the new, whole; after a power cut the target holds an earlier version
+/// (or, on a filesystem that does not write a replacing file's data before its rename, as ext4
+/// with `auto_da_alloc`, XFS and btrfs do, possibly an empty file). Only for a file rewritten
+/// after every commit whose previous version is still acceptable: the journal's head record.
+pub fn replace_unsynced(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    write_inner(path, bytes, mode, Existing::Replace, false)
+}
+
+fn write_inner(path: &Path, bytes: &[u8], mode: u32, existing: Existing, durable: bool) -> io::Result<()> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -44,12 +57,14 @@ pub fn write(path: &Path, bytes: &[u8], mode: u32, existing: Existing) -> io::Re
     temp.write_all(bytes)?;
     // Set explicitly rather than at creation, where the umask would take bits away.
     temp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
-    temp.as_file().sync_all()?;
+    if durable {
+        temp.as_file().sync_all()?;
+    }
     match existing {
         Existing::Replace => temp.persist(path).map_err(|e| e.error)?,
         Existing::Keep => temp.persist_noclobber(path).map_err(|e| e.error)?,
     };
-    std::fs::File::open(dir)?.sync_all()
+    if durable { std::fs::File::open(dir)?.sync_all() } else { Ok(()) }
 }
 
 #[cfg(test)]

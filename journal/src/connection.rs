@@ -38,6 +38,11 @@ pub(crate) fn apply_pragmas(conn: &Connection, path: &Path) -> Result<(), Error>
             path.display()
         )));
     }
+    // FULL, not NORMAL: in WAL mode FULL syncs the log at every commit, so a commit is durable
+    // when it returns. The head record (`head.rs`) is rewritten only after that, so it can never
+    // survive a power cut that the commit it names did not. With NORMAL the log is synced only at
+    // checkpoints: a power cut could keep the new head and lose its commit, and the next open
+    // would report lost events that were never acknowledged (a false alarm).
     conn.pragma_update(None, "synchronous", "FULL").map_err(sqlite)?;
     conn.pragma_update(None, "foreign_keys", "ON").map_err(sqlite)?;
     Ok(())

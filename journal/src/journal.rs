@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use runbook_clock::Clock;
 use rusqlite::Connection;
 
-use crate::anchor;
+use crate::anchor::{self, Tail};
 use crate::connection::{self, Create};
 use crate::error::Error;
+use crate::head;
 use crate::keys::{self, Keys};
 use crate::lock::RunLock;
 use crate::records::{Holder, NewEvent, NewRun, VerifyProblem};
@@ -102,6 +103,7 @@ impl Journal {
             ));
         }
         anchor::check_key(&write_conn, &keys, path)?;
+        check_end(&write_conn, &keys, path)?;
 
         let reader = connection::open(path, Create::Never)?;
         connection::apply_pragmas(&reader, path)?;
@@ -189,6 +191,26 @@ fn schema_appears(conn: &Connection, path: &Path) -> Result<bool, Error> {
         }
     }
     Ok(false)
+}
+
+/// The chain's end against its anchor and its head record, on every open: a journal whose newest
+/// events were lost is refused before any command reads or appends to it. Cheap (the head file,
+/// the last event, and at most one more by seq), unlike the full check of `verify`.
+fn check_end(conn: &Connection, keys: &Keys, path: &Path) -> Result<(), Error> {
+    let sqlite = |e| Error::sqlite(path, e);
+    // The head first, then the database: see `head.rs` on ordering.
+    let found = head::read(path, keys)?;
+    let tx = conn.unchecked_transaction().map_err(sqlite)?;
+    let tail = Tail::read(&tx).map_err(sqlite)?;
+    let problems = head::check_end(&tx, keys, path, &found, &tail).map_err(sqlite)?;
+    tx.finish().map_err(sqlite)?;
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Tampered {
+        path: path.to_path_buf(),
+        problems: problems.into_iter().map(|message| VerifyProblem { seq: None, run_id: None, message }).collect(),
+    })
 }
 
 /// A journal found altered while it was opened, before anything was read from it.

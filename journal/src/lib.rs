@@ -8,6 +8,7 @@ mod clock;
 mod connection;
 mod error;
 mod event;
+mod head;
 mod journal;
 mod keys;
 mod lock;

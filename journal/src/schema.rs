@@ -11,11 +11,14 @@ use crate::anchor;
 use crate::error::Error;
 use crate::keys::Keys;
 
+/// Code a migration runs in its transaction, given the journal's key and path.
+type MigrationCode = fn(&Connection, &Keys, &Path) -> Result<(), Error>;
+
 /// One schema step: SQL, then (for steps that need the journal's key) code run in the same
 /// transaction.
 struct Migration {
     sql: &'static str,
-    then: Option<fn(&Connection, &Keys) -> rusqlite::Result<()>>,
+    then: Option<MigrationCode>,
 }
 
 const MIGRATIONS: &[Migration] = &[
@@ -62,6 +65,9 @@ const MIGRATIONS: &[Migration] = &[
     },
     // 2: the chain's anchor, so a deleted tail is detected; and the key's check value.
     Migration { sql: anchor::CREATE_TABLE, then: Some(anchor::initialize) },
+    // 3: the head record beside the database, so a tail lost with the database's own anchor (a
+    // cut write-ahead log, an older copy restored) is detected.
+    Migration { sql: anchor::ADD_HEAD_KEPT, then: Some(anchor::keep_head) },
 ];
 
 /// The newest schema this build understands.
@@ -117,7 +123,7 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path, keys: &Keys) -> Result
         }
         tx.execute_batch(migration.sql).map_err(sqlite)?;
         if let Some(then) = migration.then {
-            then(&tx, keys).map_err(sqlite)?;
+            then(&tx, keys, path)?;
         }
         tx.pragma_update(None, "user_version", target).map_err(sqlite)?;
         tx.commit().map_err(sqlite)?;

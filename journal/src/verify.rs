@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use crate::anchor::{self, Tail};
+use crate::anchor::Tail;
 use crate::chain::ChainFields;
 use crate::error::{Error, is_corrupt_file};
 use crate::event::{ChainHead, EventData, RUN_CREATED};
+use crate::head::{self, Found};
 use crate::journal::Journal;
 use crate::keys::Keys;
 use crate::queries::run_from_row;
@@ -69,8 +70,10 @@ impl StoredRow<'_> {
 impl Journal {
     /// Checks the database file's pages (`PRAGMA quick_check`), recomputes the hash chain from
     /// the first event, checks that seqs are contiguous from 1, that the last event is the one
-    /// the anchor names (so a deleted tail, run or every row is found), and that every runs row
-    /// equals the data of its `run_created` event.
+    /// the anchor names (so a deleted tail, run or every row is found), that the head record
+    /// beside the database names an event the chain still has (so a tail lost with the anchor,
+    /// from a cut write-ahead log or an older copy of the database, is found), and that every
+    /// runs row equals the data of its `run_created` event.
     ///
     /// Each event's hash is checked against its own stored `prev`, and each `prev` against the
     /// stored hash before it, so one altered row is reported once, at that row, rather than as
@@ -125,10 +128,12 @@ impl Journal {
 
     fn scan(&self, mut visit: impl FnMut(&StoredRow<'_>) -> Result<(), Error>) -> Result<VerifyReport, Error> {
         let mut conn = self.reader();
+        // Read before the snapshot: the head names only events committed before it was written.
+        let head = head::read(self.path(), self.keys())?;
         // One read transaction so events, runs and the anchor come from the same snapshot while
         // the writer keeps appending.
         let tx = conn.transaction().map_err(|e| Error::sqlite(self.path(), e))?;
-        let report = check(&tx, self.keys(), self.path(), &mut visit)?;
+        let report = check(&tx, self.keys(), self.path(), &head, &mut visit)?;
         tx.finish().map_err(|e| Error::sqlite(self.path(), e))?;
         Ok(report)
     }
@@ -145,6 +150,7 @@ fn check(
     conn: &Connection,
     keys: &Keys,
     path: &Path,
+    head: &Found,
     visit: &mut dyn FnMut(&StoredRow<'_>) -> Result<(), Error>,
 ) -> Result<VerifyReport, Error> {
     let mut problems = Vec::new();
@@ -156,7 +162,7 @@ fn check(
     for line in page_problems {
         problems.push(VerifyProblem { seq: None, run_id: None, message: format!("damaged database file: {line}") });
     }
-    let outcome = check_rows(conn, keys, path, &mut problems, visit);
+    let outcome = check_rows(conn, keys, path, head, &mut problems, visit);
     match outcome {
         Ok(counts) => Ok(VerifyReport { events_checked: counts.0, runs_checked: counts.1, problems }),
         // A damaged file may fail the read itself; what quick_check found says why.
@@ -188,6 +194,7 @@ fn check_rows(
     conn: &Connection,
     keys: &Keys,
     path: &Path,
+    head: &Found,
     problems: &mut Vec<VerifyProblem>,
     visit: &mut dyn FnMut(&StoredRow<'_>) -> Result<(), Error>,
 ) -> Result<(i64, i64), RowsError> {
@@ -280,7 +287,7 @@ fn check_rows(
     drop(stmt);
 
     let tail = Tail { last_seq: expected_seq - 1, last_hash: previous_hash };
-    if let Err(message) = anchor::check_tail(conn, keys, &tail)? {
+    for message in head::check_end(conn, keys, path, head, &tail)? {
         problem(None, None, message);
     }
 

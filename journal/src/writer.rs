@@ -16,6 +16,7 @@ use crate::chain::ChainFields;
 use crate::clock::format_ts;
 use crate::error::Error;
 use crate::event::{EventData, RUN_CREATED};
+use crate::head;
 use crate::keys::Keys;
 use crate::records::{NewEvent, NewRun, RunRecord, VerifyProblem};
 
@@ -169,25 +170,30 @@ fn commit_batch(conn: &mut Connection, keys: &Keys, path: &Path, clock: &Clock, 
         Ok(tail) => tail,
         Err(e) => return fail_all(sqlite(e)),
     };
-    // Nothing is appended to a chain whose end is not the one its anchor names: the new events
-    // would link to a truncated history and re-anchor it as if it were whole.
-    match anchor::check_tail(&tx, keys, &tail) {
-        Ok(Ok(())) => {}
-        Ok(Err(message)) => {
-            return fail_all(Error::Tampered {
-                path: path.to_path_buf(),
-                problems: vec![VerifyProblem { seq: None, run_id: None, message }],
-            });
+    // Nothing is appended to a chain whose end is not the one its anchor and head name: the new
+    // events would link to a truncated history and re-anchor it as if it were whole. The head is
+    // read inside the write transaction: another process's head names only events it committed
+    // before this transaction could begin, so it is never ahead of what this one sees.
+    let found = match head::read(path, keys) {
+        Ok(found) => found,
+        Err(e) => return fail_all(e),
+    };
+    match head::check_end(&tx, keys, path, &found, &tail) {
+        Ok(problems) if problems.is_empty() => {}
+        Ok(problems) => {
+            let problems = problems.into_iter().map(|message| VerifyProblem { seq: None, run_id: None, message });
+            return fail_all(Error::Tampered { path: path.to_path_buf(), problems: problems.collect() });
         }
         Err(e) => return fail_all(sqlite(e)),
     }
+    let start = tail.last_seq;
 
     // A lone job needs no savepoint: if it fails, the whole transaction is its to roll back.
     if let [job] = jobs {
         let outcome = write_job(&tx, keys, path, clock, &mut tail, job)
             .and_then(|seqs| anchor::advance(&tx, keys, &tail).map(|()| seqs).map_err(sqlite))
             .and_then(|seqs| tx.commit().map(|()| seqs).map_err(sqlite));
-        return vec![outcome];
+        return publish_head(path, keys, start, &tail, vec![outcome]);
     }
 
     let mut outcomes = Vec::with_capacity(jobs.len());
@@ -207,11 +213,26 @@ fn commit_batch(conn: &mut Connection, keys: &Keys, path: &Path, clock: &Clock, 
     }
 
     match anchor::advance(&tx, keys, &tail).and_then(|()| tx.commit()) {
-        Ok(()) => outcomes,
+        Ok(()) => publish_head(path, keys, start, &tail, outcomes),
         Err(e) => {
             let e = sqlite(e);
             outcomes.into_iter().map(|o| o.and_then(|_| Err(e.duplicate()))).collect()
         }
+    }
+}
+
+/// After a commit that moved the chain from seq `start` to `tail`: the head record names the new
+/// end. Called only once the commit has returned, so the head never names an event that is not
+/// durable (one head write per batch, however many events it held). If the head cannot be
+/// written the events are committed all the same, but the callers hear of it: the journal can no
+/// longer show that its newest events are there.
+fn publish_head(path: &Path, keys: &Keys, start: i64, tail: &Tail, outcomes: Vec<Outcome>) -> Vec<Outcome> {
+    if tail.last_seq == start {
+        return outcomes;
+    }
+    match head::write(path, keys, tail) {
+        Ok(()) => outcomes,
+        Err(e) => outcomes.into_iter().map(|o| o.and_then(|_| Err(e.duplicate()))).collect(),
     }
 }
 

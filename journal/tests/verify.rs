@@ -159,7 +159,14 @@ fn a_truncated_tail_is_detected() {
     let t = populated();
     t.raw().execute("DELETE FROM events WHERE seq >= 8", []).unwrap();
     // Event 8 created run r2, whose runs row is still there.
-    assert_eq!(messages(&t), ["events 8 to 9 at the end are missing (deleted?)", "run has no run_created event"]);
+    assert_eq!(
+        messages(&t),
+        [
+            "events 8 to 9 at the end are missing (deleted?)",
+            "the journal ends at event 7 but its head record names event 9: its newest events were lost (a write-ahead log cut short, or an older copy of the database put back?)",
+            "run has no run_created event"
+        ]
+    );
     appends_are_refused(&t);
 }
 
@@ -167,7 +174,13 @@ fn a_truncated_tail_is_detected() {
 fn the_last_event_deleted_is_detected() {
     let t = populated();
     t.raw().execute("DELETE FROM events WHERE seq = 9", []).unwrap();
-    assert_eq!(messages(&t), ["event 9 at the end is missing (deleted?)"]);
+    assert_eq!(
+        messages(&t),
+        [
+            "event 9 at the end is missing (deleted?)",
+            "the journal ends at event 8 but its head record names event 9: its newest events were lost (a write-ahead log cut short, or an older copy of the database put back?)"
+        ]
+    );
     appends_are_refused(&t);
 }
 
@@ -180,7 +193,10 @@ fn a_deleted_run_is_detected() {
     assert_eq!(report.runs_checked, 1);
     assert_eq!(
         report.problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>(),
-        ["events 8 to 9 at the end are missing (deleted?)"]
+        [
+            "events 8 to 9 at the end are missing (deleted?)",
+            "the journal ends at event 7 but its head record names event 9: its newest events were lost (a write-ahead log cut short, or an older copy of the database put back?)"
+        ]
     );
     appends_are_refused(&t);
 }
@@ -193,7 +209,10 @@ fn every_row_deleted_is_detected() {
     assert_eq!(report.events_checked, 0);
     assert_eq!(
         report.problems.iter().map(|p| p.message.as_str()).collect::<Vec<_>>(),
-        ["every event is missing: the anchor names event 9 as the last (deleted?)"]
+        [
+            "every event is missing: the anchor names event 9 as the last (deleted?)",
+            "the journal ends at event 0 but its head record names event 9: its newest events were lost (a write-ahead log cut short, or an older copy of the database put back?)"
+        ]
     );
 }
 
@@ -214,7 +233,13 @@ fn an_anchor_moved_back_without_the_key_is_detected() {
     raw.execute("DELETE FROM events WHERE seq >= 8", []).unwrap();
     raw.execute("UPDATE anchor SET seq = 7, hash = (SELECT hash FROM events WHERE seq = 7)", []).unwrap();
     raw.execute("DELETE FROM runs WHERE id = 'r2'", []).unwrap();
-    assert_eq!(messages(&t), ["the anchor record does not match its MAC (altered?)"]);
+    assert_eq!(
+        messages(&t),
+        [
+            "the anchor record does not match its MAC (altered?)",
+            "the journal ends at event 7 but its head record names event 9: its newest events were lost (a write-ahead log cut short, or an older copy of the database put back?)"
+        ]
+    );
 }
 
 #[test]

@@ -278,3 +278,174 @@ fn a_changed_event_kind_or_copied_row_data_is_refused() {
         assert!(verify.all().contains("hash does not match the event's content (altered?)"), "{}", verify.all());
     }
 }
+
+/// A step that runs until it is killed, after a quick one.
+const LONG_RUNBOOK: &str = r#"
+[runbook]
+name = "trust-long"
+
+[[steps]]
+id = "before"
+kind = "exec"
+inputs.argv = ["{stepper}", "append", "{dir}/log", "before"]
+
+[[steps]]
+id = "long"
+kind = "exec"
+after = ["before"]
+inputs.argv = ["{stepper}", "append", "{dir}/log", "long-start", "sleep", "60000", "append", "{dir}/log", "long-end"]
+"#;
+
+fn head_path(env: &TestEnv) -> std::path::PathBuf {
+    env.path().join("journal.db.head")
+}
+
+/// The seq the head record names.
+fn head_seq(env: &TestEnv) -> i64 {
+    let head: serde_json::Value = serde_json::from_slice(&std::fs::read(head_path(env)).unwrap()).unwrap();
+    head["seq"].as_i64().unwrap()
+}
+
+fn wal_path(env: &TestEnv) -> std::path::PathBuf {
+    env.path().join("journal.db-wal")
+}
+
+/// A failed run folded into the database file, then a second runbook killed with SIGKILL while
+/// its long step runs: its commits are in the write-ahead log alone, as a crash leaves them.
+/// Returns the first runbook's path.
+fn killed_run(env: &TestEnv) -> String {
+    let runbook = failed_run(env);
+    let db = rusqlite::Connection::open(env.journal()).unwrap();
+    let busy: i64 = db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0)).unwrap();
+    assert_eq!(busy, 0, "the write-ahead log was folded into the database");
+    drop(db);
+    let long = env.write("long.toml", LONG_RUNBOOK);
+    let mut child = env.command(&["run", long.to_str().unwrap()]).spawn().expect("start run");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !env.log("log").iter().any(|l| l == "long-start") {
+        assert!(std::time::Instant::now() < deadline, "the long step never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    // What a crash leaves besides the log: an index of it that the next opener rebuilds.
+    let _ = std::fs::remove_file(env.path().join("journal.db-shm"));
+    runbook
+}
+
+/// Byte offsets in the write-ahead log just past each commit frame, in order (see SQLite's file
+/// format: a 32-byte header, then frames of a 24-byte header and one page; a frame whose
+/// "database size" field is not zero ends a transaction).
+fn wal_commit_ends(wal: &[u8]) -> Vec<usize> {
+    let be = |at: usize| u32::from_be_bytes(wal[at..at + 4].try_into().unwrap());
+    let page_size = be(8) as usize;
+    let salts = &wal[16..24];
+    let mut ends = Vec::new();
+    let mut at = 32;
+    while at + 24 + page_size <= wal.len() && &wal[at + 8..at + 16] == salts {
+        at += 24 + page_size;
+        if be(at - 24 - page_size + 4) != 0 {
+            ends.push(at);
+        }
+    }
+    ends
+}
+
+/// The message that names a lost tail, for the head as it stands.
+fn lost_tail(env: &TestEnv) -> String {
+    format!("but its head record names event {}: its newest events were lost", head_seq(env))
+}
+
+#[test]
+fn the_last_commits_cut_from_a_killed_runs_log_are_refused() {
+    let env = TestEnv::new();
+    let runbook = killed_run(&env);
+    let wal = std::fs::read(wal_path(&env)).unwrap();
+    let ends = wal_commit_ends(&wal);
+    assert!(ends.len() >= 2, "the killed run committed several times: {ends:?}");
+    std::fs::write(wal_path(&env), &wal[..ends[ends.len() - 2]]).unwrap();
+    let expect = lost_tail(&env);
+    every_reader_refuses(&env, &runbook, &expect);
+}
+
+#[test]
+fn a_killed_runs_log_truncated_or_damaged_at_its_end_is_refused() {
+    for damage in ["truncate", "corrupt"] {
+        let env = TestEnv::new();
+        let runbook = killed_run(&env);
+        let mut wal = std::fs::read(wal_path(&env)).unwrap();
+        match damage {
+            // Every commit of the killed run lost at once.
+            "truncate" => wal.clear(),
+            // The last frame no longer matches its checksum: SQLite drops its transaction.
+            _ => {
+                let last = *wal_commit_ends(&wal).last().unwrap();
+                wal[last - 100] ^= 0xff;
+            }
+        }
+        std::fs::write(wal_path(&env), &wal).unwrap();
+        let expect = lost_tail(&env);
+        every_reader_refuses(&env, &runbook, &expect);
+    }
+}
+
+#[test]
+fn an_older_copy_of_the_database_put_back_is_refused() {
+    let env = TestEnv::new();
+    let runbook = failed_run(&env);
+    let files = ["journal.db", "journal.db-wal"].map(|name| (name, std::fs::read(env.path().join(name)).ok()));
+    let resumed = env.run(&["resume"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.all());
+    for (name, bytes) in &files {
+        match bytes {
+            Some(bytes) => std::fs::write(env.path().join(name), bytes).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(env.path().join(name));
+            }
+        }
+    }
+    let _ = std::fs::remove_file(env.path().join("journal.db-shm"));
+    let expect = lost_tail(&env);
+    every_reader_refuses(&env, &runbook, &expect);
+}
+
+#[test]
+fn a_deleted_altered_or_foreign_head_is_refused() {
+    let other = TestEnv::new();
+    failed_run(&other);
+    let foreign = std::fs::read(head_path(&other)).unwrap();
+    let env = TestEnv::new();
+    let runbook = failed_run(&env);
+    let head = std::fs::read_to_string(head_path(&env)).unwrap();
+    let seq = head_seq(&env);
+
+    std::fs::remove_file(head_path(&env)).unwrap();
+    every_reader_refuses(&env, &runbook, "journal.db.head` is missing (deleted?)");
+    assert!(!head_path(&env).exists(), "no command made a new head");
+
+    let altered = head.replace(&format!("\"seq\":{seq}"), &format!("\"seq\":{}", seq - 1));
+    assert_ne!(altered, head);
+    std::fs::write(head_path(&env), altered).unwrap();
+    every_reader_refuses(&env, &runbook, "does not match its MAC (altered, or copied from another journal?)");
+
+    std::fs::write(head_path(&env), &foreign).unwrap();
+    every_reader_refuses(&env, &runbook, "does not match its MAC (altered, or copied from another journal?)");
+}
+
+#[test]
+fn a_head_left_behind_by_a_crash_after_the_commit_is_not_an_alarm() {
+    let env = TestEnv::new();
+    let runbook = failed_run(&env);
+    let before = std::fs::read(head_path(&env)).unwrap();
+    let approved = env.run(&["resume"]);
+    assert_eq!(approved.code, 0, "{}", approved.all());
+    // The process died after its last commit and before the head named it.
+    std::fs::write(head_path(&env), &before).unwrap();
+    let verify = env.run(&["audit", "--verify"]);
+    assert_eq!(verify.code, 0, "{}", verify.all());
+    assert!(verify.stdout.contains("intact"), "{}", verify.stdout);
+    let again = env.run(&["run", &runbook]);
+    assert_eq!(again.code, 0, "{}", again.all());
+    assert_eq!(head_seq(&env), last_seq(&env), "the next commit moved the head on");
+    assert_eq!(env.log("log"), ["make", "use-id-1234"], "nothing ran twice");
+}
