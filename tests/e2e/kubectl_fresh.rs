@@ -119,7 +119,9 @@ fn real_kubectl_sees_a_fresh_cluster_filled_in_like_a_real_one() {
     // without conflicts over the fields the server defaulted.
     let app = env.write("app.yaml", APP);
     let app = app.to_str().unwrap();
-    let first = cluster.ok(&["apply", "-f", app]);
+    let first = cluster.run(&["apply", "-f", app]);
+    assert_eq!(first.stderr, "", "no warnings");
+    let first = first.stdout;
     assert_eq!(
         first,
         "namespace/demo created\ndeployment.apps/api created\nservice/api created\nconfigmap/api-cfg created\n"
@@ -130,7 +132,18 @@ fn real_kubectl_sees_a_fresh_cluster_filled_in_like_a_real_one() {
     assert_eq!(ssa.code, 0, "{}", ssa.stderr);
     assert!(ssa.stdout.lines().all(|l| l.ends_with(" serverside-applied")), "{}", ssa.stdout);
     let diff = cluster.run(&["diff", "-f", app]);
-    assert_eq!((diff.code, diff.stdout.as_str()), (0, ""), "{}", diff.stderr);
+    assert_eq!(
+        (diff.code, diff.stdout.as_str(), diff.stderr.as_str()),
+        (0, "", ""),
+        "patches are computed from the served schemas without warnings"
+    );
+
+    // explain walks the built-in kinds' schemas with their upstream descriptions.
+    let explained = cluster.ok(&["explain", "deployment.spec.strategy"]);
+    assert!(explained.contains("FIELD: strategy <DeploymentStrategy>"), "{explained}");
+    assert!(explained.contains("rollingUpdate\t<RollingUpdateDeployment>"), "{explained}");
+    let image = cluster.ok(&["explain", "pods.spec.containers.image"]);
+    assert!(image.contains("Container image name."), "{image}");
     let svc: serde_json::Value =
         serde_json::from_str(&cluster.ok(&["get", "svc", "api", "-n", "demo", "-o", "jsonpath={.spec}"])).unwrap();
     assert_eq!((svc["sessionAffinity"].as_str(), svc["ipFamilyPolicy"].as_str()), (Some("None"), Some("SingleStack")));

@@ -9,6 +9,7 @@
 //! as HTTP requests.
 
 mod authz;
+mod builtin_schemas;
 mod catalog;
 mod controllers;
 mod defaults;

@@ -6,6 +6,7 @@
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use super::builtin_schemas;
 use super::catalog::{Catalog, ResourceDef};
 
 /// `api/v1` or `apis/apps/v1`.
@@ -15,6 +16,11 @@ fn key(group: &str, version: &str) -> String {
 
 /// The schema name of a kind, like the real server's Go package paths.
 fn schema_name(r: &ResourceDef) -> String {
+    if !r.custom
+        && let Some(name) = builtin_schemas::name_of(&r.group, &r.kind)
+    {
+        return name.to_string();
+    }
     match r.group.as_str() {
         "" => format!("io.k8s.api.core.v1.{}", r.kind),
         "apiextensions.k8s.io" => format!("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.{}", r.kind),
@@ -42,118 +48,23 @@ pub fn index(catalog: &Catalog) -> Value {
 
 const META_REF: &str = "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
-fn object_meta_schema() -> Value {
-    json!({
-        "description": "ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create.",
-        "type": "object",
-        "properties": {
-            "name": {"description": "Name must be unique within a namespace.", "type": "string"},
-            "namespace": {"description": "Namespace defines the space within which each name must be unique.", "type": "string"},
-            "labels": {"description": "Map of string keys and values that can be used to organize and categorize (scope and select) objects.", "type": "object", "additionalProperties": {"type": "string", "default": ""}},
-            "annotations": {"description": "Annotations is an unstructured key value map stored with a resource that may be set by external tools to store and retrieve arbitrary metadata.", "type": "object", "additionalProperties": {"type": "string", "default": ""}},
-            "uid": {"description": "UID is the unique in time and space value for this object.", "type": "string"},
-            "resourceVersion": {"description": "An opaque value that represents the internal version of this object.", "type": "string"},
-            "generation": {"description": "A sequence number representing a specific generation of the desired state.", "type": "integer", "format": "int64"},
-            "creationTimestamp": {"description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "type": "string", "format": "date-time"},
-            "deletionTimestamp": {"description": "DeletionTimestamp is RFC 3339 date and time at which this resource will be deleted.", "type": "string", "format": "date-time"},
-            "finalizers": {"description": "Must be empty before the object is deleted from the registry.", "type": "array", "items": {"type": "string", "default": ""}, "x-kubernetes-list-type": "set"},
-            "ownerReferences": {"description": "List of objects depended by this object.", "type": "array", "items": {"type": "object"}, "x-kubernetes-patch-merge-key": "uid", "x-kubernetes-patch-strategy": "merge"},
-            "managedFields": {"description": "ManagedFields maps workflow-id and version to the set of fields that are managed by that workflow.", "type": "array", "items": {"type": "object"}},
-        }
-    })
-}
-
-/// Top-level fields of a built-in kind, shallow: enough for explain to list them.
-fn builtin_properties(kind: &str) -> Vec<(&'static str, &'static str, &'static str)> {
-    match kind {
-        "Secret" => vec![
-            (
-                "data",
-                "object",
-                "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string.",
-            ),
-            (
-                "stringData",
-                "object",
-                "stringData allows specifying non-binary secret data in string form. It is provided as a write-only input field for convenience.",
-            ),
-            ("type", "string", "Used to facilitate programmatic handling of secret data."),
-            (
-                "immutable",
-                "boolean",
-                "Immutable, if set to true, ensures that data stored in the Secret cannot be updated (only object metadata can be modified).",
-            ),
-        ],
-        "ConfigMap" => vec![
-            ("data", "object", "Data contains the configuration data."),
-            ("binaryData", "object", "BinaryData contains the binary data."),
-            (
-                "immutable",
-                "boolean",
-                "Immutable, if set to true, ensures that data stored in the ConfigMap cannot be updated.",
-            ),
-        ],
-        "ServiceAccount" => vec![
-            (
-                "secrets",
-                "array",
-                "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.",
-            ),
-            (
-                "imagePullSecrets",
-                "array",
-                "ImagePullSecrets is a list of references to secrets in the same namespace to use for pulling any images in pods that reference this ServiceAccount.",
-            ),
-            (
-                "automountServiceAccountToken",
-                "boolean",
-                "AutomountServiceAccountToken indicates whether pods running as this service account should have an API token automatically mounted.",
-            ),
-        ],
-        "Event" => vec![
-            ("involvedObject", "object", "The object that this event is about."),
-            (
-                "reason",
-                "string",
-                "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
-            ),
-            ("message", "string", "A human-readable description of the status of this operation."),
-            ("type", "string", "Type of this event (Normal, Warning), new types could be added in the future"),
-            ("source", "object", "The component reporting this event."),
-            ("firstTimestamp", "string", "The time at which the event was first recorded."),
-            ("lastTimestamp", "string", "The time at which the most recent occurrence of this event was recorded."),
-            ("count", "integer", "The number of times this event has occurred."),
-        ],
-        _ => vec![
-            ("spec", "object", "Spec defines the desired behavior of the object."),
-            (
-                "status",
-                "object",
-                "Status represents the current state of the object. Populated by the system. Read-only.",
-            ),
-        ],
-    }
-}
-
 fn kind_schema(r: &ResourceDef) -> Value {
     let gvk = json!([{"group": r.group, "version": r.version, "kind": r.kind}]);
-    let mut schema = match &r.schema {
-        Some(s) => s.clone(),
-        None => {
-            let mut props = Map::new();
-            for (name, t, description) in builtin_properties(&r.kind) {
-                props.insert(name.into(), json!({"type": t, "description": description}));
-            }
-            json!({"description": format!("{} is a {} object of the Kubernetes API.", r.kind, r.api_version()), "type": "object", "properties": props})
-        }
-    };
+    if !r.custom
+        && let Some(name) = builtin_schemas::name_of(&r.group, &r.kind)
+        && let Some(schema) = builtin_schemas::closure(&[name]).remove(name)
+    {
+        let mut schema = schema;
+        schema["x-kubernetes-group-version-kind"] = gvk;
+        return schema;
+    }
+    let mut schema = r.schema.clone().unwrap_or_else(|| json!({"type": "object"}));
     if !schema["properties"].is_object() {
         schema["properties"] = json!({});
     }
-    schema["properties"]["apiVersion"] = json!({"description": "APIVersion defines the versioned schema of this representation of an object.", "type": "string"});
-    schema["properties"]["kind"] = json!({"description": "Kind is a string value representing the REST resource this object represents.", "type": "string"});
-    schema["properties"]["metadata"] =
-        json!({"description": "Standard object's metadata.", "allOf": [{"$ref": META_REF}], "default": {}});
+    schema["properties"]["apiVersion"] = json!({"description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources", "type": "string"});
+    schema["properties"]["kind"] = json!({"description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds", "type": "string"});
+    schema["properties"]["metadata"] = json!({"description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata", "allOf": [{"$ref": META_REF}]});
     if schema.get("type").is_none() {
         schema["type"] = json!("object");
     }
@@ -202,8 +113,11 @@ pub fn document(catalog: &Catalog, key_path: &str) -> Option<Value> {
         return None;
     }
     let mut paths = Map::new();
-    let mut schemas = Map::new();
-    schemas.insert("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta".into(), object_meta_schema());
+    let mut roots: Vec<&str> =
+        resources.iter().filter(|r| !r.custom).filter_map(|r| builtin_schemas::name_of(&r.group, &r.kind)).collect();
+    let meta = builtin_schemas::object_meta();
+    roots.push(&meta);
+    let mut schemas = builtin_schemas::closure(&roots);
     for r in resources {
         let name = schema_name(r);
         let schema_ref = format!("#/components/schemas/{name}");
