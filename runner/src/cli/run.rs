@@ -126,7 +126,7 @@ async fn preflight(env: &Env, prepared: &Prepared, work_dir: &std::path::Path) -
             run_id: "(planned)",
             work_dir,
         };
-        let Ok(mut resolved) = scope.resolve(&Value::Object(def.spec.inputs.clone())) else { continue };
+        let Ok(mut resolved) = scope.resolve_map(&def.spec.inputs) else { continue };
         // What a preflight reports may quote its inputs: a secret stays for the run to check.
         if resolved.secret {
             continue;
@@ -267,7 +267,7 @@ fn predict(
                 run_id: "(planned)",
                 work_dir,
             };
-            let decision = match scope.resolve(&Value::Object(def.spec.inputs.clone())) {
+            let decision = match scope.resolve_map(&def.spec.inputs) {
                 Err(why) => ("run", format!("inputs known only at run time ({why})")),
                 Ok(mut resolved) => {
                     crate::model::schema::coerce_scalars(&mut resolved.value, &def.inputs_schema, &def.inputs_schema);

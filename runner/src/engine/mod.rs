@@ -16,7 +16,7 @@ use runbook_journal::{
     StepQueued, StepsReused,
 };
 use runbook_steps::{Approval, ErrorClass, StepContext, TemplateSource};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -81,13 +81,26 @@ pub fn digests(
     item: Option<&Value>,
     outputs_spec: &Value,
 ) -> (String, Map<String, Value>) {
-    let whole = json!({ "kind": kind, "inputs": inputs, "item": item, "outputs": outputs_spec });
-    let digest = journal.digest(whole.to_string().as_bytes());
+    let digest = journal.digest(&digested_bytes(kind, inputs, item, outputs_spec));
     let per_input = inputs
         .as_object()
         .map(|m| m.iter().map(|(k, v)| (k.clone(), Value::String(journal.digest(v.to_string().as_bytes())))).collect())
         .unwrap_or_default();
     (digest, per_input)
+}
+
+/// What an instance's digest covers: `{"kind", "inputs", "item", "outputs"}` as JSON in that
+/// order, written without copying the inputs. The bytes must stay what journals hold digests
+/// of, or every step would run again after an upgrade.
+fn digested_bytes(kind: &str, inputs: &Value, item: Option<&Value>, outputs_spec: &Value) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Whole<'a> {
+        kind: &'a str,
+        inputs: &'a Value,
+        item: Option<&'a Value>,
+        outputs: &'a Value,
+    }
+    serde_json::to_vec(&Whole { kind, inputs, item, outputs: outputs_spec }).expect("a value serializes")
 }
 
 /// Longest chain of dependents below each instance: the scheduler starts the instances on the
@@ -134,6 +147,8 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     let mut key_queue: HashMap<String, VecDeque<usize>> = HashMap::new();
     let mut key_of: HashMap<usize, String> = HashMap::new();
     let mut pending = Pending::default();
+    // Each step's output specs as digested, made once for all its instances.
+    let mut outputs_specs: Vec<Option<Value>> = vec![None; runbook.steps.len()];
     let mut running = JoinSet::new();
     let mut stop = false;
     // When each instance started and how long it took (retries included): the plan's critical
@@ -201,12 +216,12 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                 run_id: &ctx.run_id,
                 work_dir: &ctx.work_dir,
             };
-            let resolved = match scope.resolve(&Value::Object(def.spec.inputs.clone())) {
+            let resolved = match scope.resolve_map(&def.spec.inputs) {
                 Ok(mut r) => {
                     crate::model::schema::coerce_scalars(&mut r.value, &def.inputs_schema, &def.inputs_schema);
                     // A known secret value that arrived some other way (a required value, say)
                     // makes the step as secret as a reference would.
-                    r.secret |= redactor.value(&r.value) != r.value;
+                    r.secret |= redactor.finds_in(&r.value);
                     r
                 }
                 Err(why) => {
@@ -224,13 +239,14 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                     continue;
                 }
             };
-            let outputs_spec = serde_json::to_value(&def.spec.outputs).expect("serializes");
+            let outputs_spec = outputs_specs[instance.step]
+                .get_or_insert_with(|| serde_json::to_value(&def.spec.outputs).expect("serializes"));
             let (digest, input_digests) = digests(
                 &ctx.journal,
                 &def.spec.kind,
                 &resolved.value,
                 instance.item.as_ref().map(|(_, v)| v),
-                &outputs_spec,
+                outputs_spec,
             );
             let decision = plan::decide(&ctx.prior, &ctx.rerun, &instance.id, def.id(), &digest, &input_digests);
             let reason = match decision {
@@ -577,3 +593,19 @@ async fn fail_unrunnable(
 }
 
 pub type Outputs = BTreeMap<String, Value>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_digested_bytes_are_those_journals_hold_digests_of() {
+        let inputs = json!({ "argv": ["x", "y"], "env": { "B": "1", "A": "2" } });
+        let outputs = json!({ "id": { "json_pointer": "/id" } });
+        for item in [None, Some(json!({ "name": "n" }))] {
+            let before = json!({ "kind": "exec", "inputs": inputs, "item": item, "outputs": outputs }).to_string();
+            assert_eq!(digested_bytes("exec", &inputs, item.as_ref(), &outputs), before.into_bytes());
+        }
+    }
+}

@@ -106,6 +106,19 @@ impl Redactor {
         out
     }
 
+    /// Whether [`Redactor::value`] would change anything in `value`, found without copying it.
+    pub fn finds_in(&self, value: &Value) -> bool {
+        if self.secrets.is_empty() {
+            return false;
+        }
+        match value {
+            Value::String(s) => self.secrets.iter().any(|secret| s.contains(secret.as_str())),
+            Value::Array(items) => items.iter().any(|v| self.finds_in(v)),
+            Value::Object(map) => map.values().any(|v| self.finds_in(v)),
+            other => self.secrets.contains(&other.to_string()),
+        }
+    }
+
     pub fn value(&self, value: &Value) -> Value {
         match value {
             Value::String(s) => Value::String(self.text(s)),
@@ -132,6 +145,19 @@ mod tests {
         let mut added = Redactor::default();
         added.add_value(&serde_json::json!(["line\nbreak"]));
         assert_eq!(added.text(r#"{"t":"line\nbreak"}"#), r#"{"t":"<redacted>"}"#);
+    }
+
+    #[test]
+    fn finds_in_agrees_with_value() {
+        let redactor = Redactor::new(["s3cret-value".to_string(), "4242".to_string()]);
+        for value in [
+            serde_json::json!({ "argv": ["x", "--token=s3cret-value"] }),
+            serde_json::json!({ "n": 4242 }),
+            serde_json::json!({ "argv": ["x"], "n": 1 }),
+        ] {
+            assert_eq!(redactor.finds_in(&value), redactor.value(&value) != value, "{value}");
+        }
+        assert!(!Redactor::default().finds_in(&serde_json::json!("anything")));
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! Problems found in a runbook or a variables file, each pinned to a file, line and column, with a
 //! hint. They are collected and reported together, never one per try.
 
+use std::cell::Cell;
 use std::ops::Range;
 use std::sync::Arc;
 
 use codespan_reporting::diagnostic::{Diagnostic, Label};
-use codespan_reporting::files::SimpleFile;
 use codespan_reporting::term;
 use serde::Serialize;
 
@@ -90,7 +90,6 @@ impl Problem {
             }
             return out;
         };
-        let files = SimpleFile::new(self.file.clone(), source.text.as_str());
         let span = if self.span.is_empty() {
             self.span.start..(self.span.start + 1).min(source.text.len())
         } else {
@@ -102,7 +101,7 @@ impl Problem {
         if let Some(hint) = &self.hint {
             diagnostic = diagnostic.with_notes(vec![format!("hint: {hint}")]);
         }
-        term::emit_into_string(&term::Config::default(), &files, &diagnostic)
+        term::emit_into_string(&term::Config::default(), source.as_ref(), &diagnostic)
             .unwrap_or_else(|_| format!("{severity}: {}:{}:{}: {}\n", self.file, self.line, self.column, self.message))
     }
 }
@@ -137,4 +136,47 @@ pub fn did_you_mean<'a>(unknown: &str, known: impl IntoIterator<Item = &'a str>)
         .filter(|(score, _)| *score > 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, k)| format!("did you mean `{k}`?"))
+}
+
+/// [`did_you_mean`] within a budget of comparisons for a whole check: a runbook with thousands of
+/// misspelt names among thousands of steps would otherwise compare every name with every other.
+/// Past the budget the problems are still all reported, the later ones without a suggestion.
+pub struct Suggestions {
+    left: Cell<usize>,
+}
+
+impl Suggestions {
+    /// About a tenth of a second of comparisons.
+    const BUDGET: usize = 500_000;
+
+    pub fn new() -> Self {
+        Suggestions { left: Cell::new(Self::BUDGET) }
+    }
+
+    pub fn did_you_mean<'a>(&self, unknown: &str, known: impl ExactSizeIterator<Item = &'a str>) -> Option<String> {
+        let left = self.left.get().checked_sub(known.len())?;
+        self.left.set(left);
+        did_you_mean(unknown, known)
+    }
+}
+
+impl Default for Suggestions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod suggestion_tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_stop_at_the_budget_not_the_problems() {
+        let known: Vec<String> = (0..100_000).map(|i| format!("step_{i}")).collect();
+        let suggestions = Suggestions::new();
+        let names = || known.iter().map(String::as_str);
+        let given: Vec<Option<String>> = (0..10).map(|_| suggestions.did_you_mean("step_1x", names())).collect();
+        assert_eq!(given.iter().filter(|g| g.is_some()).count(), Suggestions::BUDGET / known.len());
+        assert!(given[0].as_deref().is_some_and(|g| g.starts_with("did you mean `step_1")), "{given:?}");
+    }
 }

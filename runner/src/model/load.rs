@@ -1,11 +1,12 @@
 //! Turning a runbook file into a validated [`Runbook`]: syntax, then the schema, then meaning.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use runbook_steps::{OutputDecl, Registry, StepKind};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::model::diagnostics::Problem;
@@ -105,6 +106,9 @@ pub struct Runbook {
     pub steps: Vec<StepDef>,
     /// What is allowed but unwise (a secret in a program's argv): shown by `plan` and `run`.
     pub warnings: Vec<Problem>,
+    /// Index into `steps` by id: a reference is resolved once per instance, and a runbook may
+    /// have tens of thousands of steps.
+    by_id: HashMap<String, usize>,
 }
 
 impl Runbook {
@@ -113,7 +117,7 @@ impl Runbook {
     }
 
     pub fn step(&self, id: &str) -> Option<&StepDef> {
-        self.steps.iter().find(|s| s.spec.id == id)
+        self.by_id.get(id).map(|&i| &self.steps[i])
     }
 
     pub fn parallelism(&self) -> usize {
@@ -140,11 +144,16 @@ pub fn load(origin: Origin, text: String, registry: &Registry) -> Result<Runbook
     let doc = parse_toml(SourceFile::new(file_name, text))?;
     let (mut problems, unknown) = schema::check_with_unknown(&doc, &schema::file_schema(registry), &doc.value, "");
     // Unknown keys do not stop the meaning checks: drop them and report everything together.
-    let mut value = doc.value.clone();
-    for pointer in &unknown {
-        remove_pointer(&mut value, pointer);
-    }
-    let file: RunbookFile = match serde_json::from_value(value) {
+    let file = if unknown.is_empty() {
+        RunbookFile::deserialize(&doc.value)
+    } else {
+        let mut value = doc.value.clone();
+        for pointer in &unknown {
+            remove_pointer(&mut value, pointer);
+        }
+        serde_json::from_value(value)
+    };
+    let file: RunbookFile = match file {
         Ok(file) => file,
         Err(_) if !problems.is_empty() => return Err(problems),
         Err(e) => return Err(vec![doc.problem("", format!("cannot read runbook: {e}"))]),
@@ -160,7 +169,8 @@ pub fn load(origin: Origin, text: String, registry: &Registry) -> Result<Runbook
         }
     };
     let warnings = crate::model::secrets::exposure_warnings(&doc, &file, &steps);
-    Ok(Runbook { file, doc, origin, digest, steps, warnings })
+    let by_id = steps.iter().enumerate().map(|(i, s)| (s.spec.id.clone(), i)).collect();
+    Ok(Runbook { file, doc, origin, digest, steps, warnings, by_id })
 }
 
 pub fn load_path(path: &std::path::Path, registry: &Registry) -> Result<Runbook, Vec<Problem>> {

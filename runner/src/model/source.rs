@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 use toml::de::{DeTable, DeValue};
@@ -16,20 +16,72 @@ use crate::model::diagnostics::Problem;
 pub struct SourceFile {
     pub name: PathBuf,
     pub text: String,
+    /// Where each line starts, found once when the first problem needs it: a runbook with
+    /// thousands of problems must not scan its text again for each.
+    line_starts: OnceLock<Vec<usize>>,
 }
 
 impl SourceFile {
     pub fn new(name: impl Into<PathBuf>, text: impl Into<String>) -> Arc<Self> {
-        Arc::new(SourceFile { name: name.into(), text: text.into() })
+        Arc::new(SourceFile { name: name.into(), text: text.into(), line_starts: OnceLock::new() })
+    }
+
+    fn line_starts(&self) -> &[usize] {
+        self.line_starts.get_or_init(|| codespan_reporting::files::line_starts(&self.text).collect())
+    }
+
+    /// 0-based index of the line holding a byte offset.
+    fn line_index(&self, offset: usize) -> usize {
+        match self.line_starts().binary_search(&offset) {
+            Ok(line) => line,
+            Err(next) => next - 1,
+        }
+    }
+
+    /// Byte range of a 0-based line, its newline included; past the last line, the empty end.
+    fn line_range(&self, line: usize) -> Range<usize> {
+        let starts = self.line_starts();
+        let start = starts.get(line).copied().unwrap_or(self.text.len());
+        let end = starts.get(line + 1).copied().unwrap_or(self.text.len());
+        start..end
     }
 
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
-        let offset = offset.min(self.text.len());
-        let before = &self.text[..offset];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map(|i| i + 1).unwrap_or(0);
-        (line, before[line_start..].chars().count() + 1)
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.line_index(offset);
+        let start = self.line_range(line).start;
+        (line + 1, self.text[start..offset].chars().count() + 1)
+    }
+}
+
+/// Lets problems be drawn with the file's line index instead of one built per problem.
+impl<'a> codespan_reporting::files::Files<'a> for SourceFile {
+    type FileId = ();
+    type Name = String;
+    type Source = &'a str;
+
+    fn name(&'a self, (): ()) -> Result<String, codespan_reporting::files::Error> {
+        Ok(self.name.display().to_string())
+    }
+
+    fn source(&'a self, (): ()) -> Result<&'a str, codespan_reporting::files::Error> {
+        Ok(&self.text)
+    }
+
+    fn line_index(&'a self, (): (), byte_index: usize) -> Result<usize, codespan_reporting::files::Error> {
+        Ok(SourceFile::line_index(self, byte_index))
+    }
+
+    fn line_range(&'a self, (): (), line_index: usize) -> Result<Range<usize>, codespan_reporting::files::Error> {
+        let max = self.line_starts().len();
+        if line_index > max {
+            return Err(codespan_reporting::files::Error::LineTooLarge { given: line_index, max });
+        }
+        Ok(SourceFile::line_range(self, line_index))
     }
 }
 
@@ -38,8 +90,6 @@ impl SourceFile {
 pub struct Spans {
     value: HashMap<String, Range<usize>>,
     key: HashMap<String, Range<usize>>,
-    /// Where `nan` or `inf` was written: no setting takes one.
-    not_finite: Vec<Range<usize>>,
 }
 
 impl Spans {
@@ -63,21 +113,34 @@ impl Spans {
     }
 }
 
-/// A parsed document: its JSON form and where each part is in the file.
+/// A parsed document: its JSON form and, found when a problem needs them, where each part is in
+/// the file. Most documents have no problem: finding every value's place up front cost more than
+/// the parse itself for a runbook of thousands of steps.
 #[derive(Debug)]
 pub struct Document {
     pub file: Arc<SourceFile>,
     pub value: Value,
-    pub spans: Spans,
+    spans: OnceLock<Spans>,
 }
 
 impl Document {
     pub fn problem(&self, pointer: &str, message: impl Into<String>) -> Problem {
-        Problem::new(&self.file, self.spans.value(pointer), message)
+        Problem::new(&self.file, self.spans().value(pointer), message)
     }
 
     pub fn key_problem(&self, pointer: &str, message: impl Into<String>) -> Problem {
-        Problem::new(&self.file, self.spans.key(pointer), message)
+        Problem::new(&self.file, self.spans().key(pointer), message)
+    }
+
+    /// Where each value and key is, by JSON pointer: the text parsed again, once.
+    fn spans(&self) -> &Spans {
+        self.spans.get_or_init(|| {
+            let mut spans = Spans::default();
+            let (table, _) = DeTable::parse_recoverable(&self.file.text);
+            spans.value.insert(String::new(), table.span());
+            table_spans(table.get_ref(), "", &mut spans);
+            spans
+        })
     }
 }
 
@@ -93,35 +156,30 @@ pub fn parse_toml(file: Arc<SourceFile>) -> Result<Document, Vec<Problem>> {
             })
             .collect());
     }
-    let mut spans = Spans::default();
-    let span = table.span();
-    spans.value.insert(String::new(), span);
-    let value = convert_table(table.get_ref(), "", &mut spans);
-    if !spans.not_finite.is_empty() {
-        return Err(spans
-            .not_finite
-            .iter()
+    let mut not_finite = Vec::new();
+    let value = convert_table(table.get_ref(), &mut not_finite);
+    if !not_finite.is_empty() {
+        return Err(not_finite
+            .into_iter()
             .map(|span| {
-                Problem::new(&file, span.clone(), "`nan` and `inf` are not values any setting takes")
+                Problem::new(&file, span, "`nan` and `inf` are not values any setting takes")
                     .with_hint("write a number, or a quoted string if text was meant")
             })
             .collect());
     }
-    Ok(Document { file, value, spans })
+    Ok(Document { file, value, spans: OnceLock::new() })
 }
 
-fn convert_table(table: &DeTable<'_>, pointer: &str, spans: &mut Spans) -> Value {
+/// The JSON form of a table; where `nan` or `inf` was written goes to `not_finite`.
+fn convert_table(table: &DeTable<'_>, not_finite: &mut Vec<Range<usize>>) -> Value {
     let mut map = Map::new();
     for (key, value) in table.iter() {
-        let child = format!("{pointer}/{}", escape_pointer(key.get_ref()));
-        spans.key.insert(child.clone(), key.span());
-        spans.value.insert(child.clone(), value.span());
-        map.insert(key.get_ref().to_string(), convert_value(value.get_ref(), &child, spans));
+        map.insert(key.get_ref().to_string(), convert_value(value.get_ref(), value.span(), not_finite));
     }
     Value::Object(map)
 }
 
-fn convert_value(value: &DeValue<'_>, pointer: &str, spans: &mut Spans) -> Value {
+fn convert_value(value: &DeValue<'_>, span: Range<usize>, not_finite: &mut Vec<Range<usize>>) -> Value {
     match value {
         DeValue::String(s) => Value::String(s.to_string()),
         DeValue::Integer(i) => {
@@ -140,24 +198,39 @@ fn convert_value(value: &DeValue<'_>, pointer: &str, spans: &mut Spans) -> Value
             Ok(number) if number.is_finite() => Value::from(number),
             // JSON has no nan or inf: never let one pass as an absent value.
             _ => {
-                spans.not_finite.push(spans.value(pointer));
+                not_finite.push(span);
                 Value::Null
             }
         },
         DeValue::Boolean(b) => Value::Bool(*b),
         DeValue::Datetime(d) => Value::String(d.to_string()),
-        DeValue::Array(items) => Value::Array(
-            items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| {
-                    let child = format!("{pointer}/{i}");
-                    spans.value.insert(child.clone(), item.span());
-                    convert_value(item.get_ref(), &child, spans)
-                })
-                .collect(),
-        ),
-        DeValue::Table(table) => convert_table(table, pointer, spans),
+        DeValue::Array(items) => {
+            Value::Array(items.iter().map(|item| convert_value(item.get_ref(), item.span(), not_finite)).collect())
+        }
+        DeValue::Table(table) => convert_table(table, not_finite),
+    }
+}
+
+fn table_spans(table: &DeTable<'_>, pointer: &str, spans: &mut Spans) {
+    for (key, value) in table.iter() {
+        let child = format!("{pointer}/{}", escape_pointer(key.get_ref()));
+        spans.key.insert(child.clone(), key.span());
+        spans.value.insert(child.clone(), value.span());
+        value_spans(value.get_ref(), &child, spans);
+    }
+}
+
+fn value_spans(value: &DeValue<'_>, pointer: &str, spans: &mut Spans) {
+    match value {
+        DeValue::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let child = format!("{pointer}/{i}");
+                spans.value.insert(child.clone(), item.span());
+                value_spans(item.get_ref(), &child, spans);
+            }
+        }
+        DeValue::Table(table) => table_spans(table, pointer, spans),
+        _ => {}
     }
 }
 
@@ -174,10 +247,22 @@ mod tests {
         let file = SourceFile::new("t.toml", "a = 1\n[b]\nc = \"x\"\nlist = [1, 2]\n");
         let doc = parse_toml(file.clone()).unwrap();
         assert_eq!(doc.value["b"]["c"], "x");
-        assert_eq!(file.line_col(doc.spans.value("/b/c").start), (3, 5));
-        assert_eq!(file.line_col(doc.spans.key("/b/c").start), (3, 1));
-        assert_eq!(file.line_col(doc.spans.value("/b/list/1").start), (4, 12));
-        assert_eq!(file.line_col(doc.spans.value("/b/list/9").start), (4, 8));
+        assert_eq!(file.line_col(doc.spans().value("/b/c").start), (3, 5));
+        assert_eq!(file.line_col(doc.spans().key("/b/c").start), (3, 1));
+        assert_eq!(file.line_col(doc.spans().value("/b/list/1").start), (4, 12));
+        assert_eq!(file.line_col(doc.spans().value("/b/list/9").start), (4, 8));
+    }
+
+    #[test]
+    fn line_and_column_count_characters_from_the_line_start() {
+        let file = SourceFile::new("t.toml", "a = 1\nb = \"caf\u{e9}\"\n\nlast");
+        assert_eq!(file.line_col(0), (1, 1));
+        assert_eq!(file.line_col(6), (2, 1));
+        assert_eq!(file.line_col(16), (2, 10), "é is one column");
+        assert_eq!(file.line_col(15), (2, 9), "inside é is at é");
+        assert_eq!(file.line_col(18), (3, 1));
+        assert_eq!(file.line_col(19), (4, 1));
+        assert_eq!(file.line_col(1000), (4, 5));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use runbook_steps::{CheckContext, Registry, TemplateSource};
 use serde_json::{Value, json};
 
-use crate::model::diagnostics::{Problem, did_you_mean};
+use crate::model::diagnostics::{Problem, Suggestions, did_you_mean};
 use crate::model::load::{ForEach, RetryPolicy, StepDef};
 use crate::model::refs::{self, Reference, Selector};
 use crate::model::schema::{self, schema_at};
@@ -70,8 +70,9 @@ pub fn validate(
                 .with_hint("their outputs are fixed by the kind; see `runbook schema`"),
             );
         }
-        let outputs = kind.declared_outputs(&Value::Object(spec.inputs.clone()), &spec.outputs);
-        let idempotent = spec.idempotent.unwrap_or(kind.idempotent(&Value::Object(spec.inputs.clone())));
+        let inputs = Value::Object(spec.inputs.clone());
+        let outputs = kind.declared_outputs(&inputs, &spec.outputs);
+        let idempotent = spec.idempotent.unwrap_or_else(|| kind.idempotent(&inputs));
         let inputs_schema = schemas[&spec.kind].schema.clone();
         let default_retry = RetryPolicy { attempts: kind.default_attempts(), ..RetryPolicy::default() };
         defs.push(StepDef {
@@ -107,7 +108,7 @@ pub fn validate(
     }
 
     let by_id: HashMap<String, usize> = defs.iter().enumerate().map(|(i, d)| (d.spec.id.clone(), i)).collect();
-    let checker = RefChecker { file, defs: &defs, by_id: &by_id, schemas: &schemas };
+    let checker = RefChecker { file, defs: &defs, by_id: &by_id, schemas: &schemas, suggestions: Suggestions::new() };
     let mut parsed: Vec<StepParts> = Vec::new();
     for def in &defs {
         parsed.push(check_step(doc, def, &checker, &mut problems));
@@ -140,6 +141,7 @@ struct RefChecker<'a> {
     defs: &'a [StepDef],
     by_id: &'a HashMap<String, usize>,
     schemas: &'a HashMap<String, schema::Compiled>,
+    suggestions: Suggestions,
 }
 
 impl RefChecker<'_> {
@@ -155,7 +157,7 @@ impl RefChecker<'_> {
             }
             Reference::Step { step, selector, output } => {
                 let Some(&target_index) = self.by_id.get(step) else {
-                    let hint = did_you_mean(step, self.defs.iter().map(|d| d.id()));
+                    let hint = self.suggestions.did_you_mean(step, self.defs.iter().map(|d| d.id()));
                     return Err((format!("unknown step `{step}`"), hint));
                 };
                 let target = &self.defs[target_index];
@@ -204,7 +206,8 @@ impl RefChecker<'_> {
     }
 
     fn hint_or_declare(&self, name: &str) -> Option<String> {
-        did_you_mean(name, self.file.vars.keys().map(String::as_str))
+        self.suggestions
+            .did_you_mean(name, self.file.vars.keys().map(String::as_str))
             .or_else(|| Some(format!("declare it under [vars.{name}]")))
     }
 
@@ -246,7 +249,7 @@ fn check_step(doc: &Document, def: &StepDef, checker: &RefChecker<'_>, problems:
         } else if checker.by_id.contains_key(after) {
             parts.deps.insert(after.clone());
         } else {
-            let hint = did_you_mean(after, checker.defs.iter().map(|d| d.id()));
+            let hint = checker.suggestions.did_you_mean(after, checker.defs.iter().map(|d| d.id()));
             problems.push(
                 doc.problem(&format!("{pointer}/after/{i}"), format!("`after` names unknown step `{after}`"))
                     .maybe_hint(hint),

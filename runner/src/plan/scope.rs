@@ -55,18 +55,21 @@ impl<'a> Scope<'a> {
                 }
                 Ok(Resolved { value: Value::Array(out), secret })
             }
-            Value::Object(map) => {
-                let mut secret = false;
-                let mut out = Map::with_capacity(map.len());
-                for (key, item) in map {
-                    let r = self.resolve(item)?;
-                    secret |= r.secret;
-                    out.insert(key.clone(), r.value);
-                }
-                Ok(Resolved { value: Value::Object(out), secret })
-            }
+            Value::Object(map) => self.resolve_map(map),
             other => Ok(Resolved { value: other.clone(), secret: false }),
         }
+    }
+
+    /// Resolves every reference inside a table (a step's inputs), into a new table.
+    pub fn resolve_map(&self, map: &Map<String, Value>) -> Result<Resolved, String> {
+        let mut secret = false;
+        let mut out = Map::with_capacity(map.len());
+        for (key, item) in map {
+            let r = self.resolve(item)?;
+            secret |= r.secret;
+            out.insert(key.clone(), r.value);
+        }
+        Ok(Resolved { value: Value::Object(out), secret })
     }
 
     pub fn resolve_string(&self, text: &str) -> Result<Resolved, String> {
