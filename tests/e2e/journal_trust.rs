@@ -46,12 +46,9 @@ fn last_seq(env: &TestEnv) -> i64 {
     db.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0)).unwrap()
 }
 
-/// Every command that reads the journal to decide or show something exits 6, says why, and the
-/// journal gains no event; no step ran again.
-fn every_reader_refuses(env: &TestEnv, runbook: &str, expect: &str) {
-    let before = last_seq(env);
-    let log_before = env.log("log");
-    for args in [
+/// The commands that read the journal to decide or show something.
+fn reader_commands(runbook: &str) -> Vec<Vec<&str>> {
+    vec![
         vec!["audit", "--verify"],
         vec!["resume"],
         vec!["run", runbook],
@@ -61,7 +58,15 @@ fn every_reader_refuses(env: &TestEnv, runbook: &str, expect: &str) {
         vec!["get", "make.id"],
         vec!["timeline"],
         vec!["verify"],
-    ] {
+    ]
+}
+
+/// Every command that reads the journal to decide or show something exits 6, says why, and the
+/// journal gains no event; no step ran again.
+fn every_reader_refuses(env: &TestEnv, runbook: &str, expect: &str) {
+    let before = last_seq(env);
+    let log_before = env.log("log");
+    for args in reader_commands(runbook) {
         let out = env.run(&args);
         assert_eq!(out.code, 6, "`{}` must refuse the journal:\n{}", args.join(" "), out.all());
         assert!(out.all().contains(expect), "`{}` must say what was found ({expect}):\n{}", args.join(" "), out.all());
@@ -204,18 +209,9 @@ fn journal_contents(env: &TestEnv) -> (i64, Vec<(String, i64)>, Option<Vec<u8>>)
 fn every_reader_refuses_untouched(env: &TestEnv, runbook: &str, expect: &str) {
     let before = journal_contents(env);
     let log_before = env.log("log");
-    for args in [
-        vec!["audit", "--verify"],
-        vec!["audit"],
-        vec!["resume"],
-        vec!["run", runbook],
-        vec!["plan", runbook],
-        vec!["status"],
-        vec!["outputs"],
-        vec!["get", "make.id"],
-        vec!["timeline"],
-        vec!["verify"],
-    ] {
+    let mut commands = reader_commands(runbook);
+    commands.insert(1, vec!["audit"]);
+    for args in commands {
         let out = env.run(&args);
         assert_eq!(out.code, 6, "`{}` must refuse the journal:\n{}", args.join(" "), out.all());
         assert!(out.all().contains(expect), "`{}` must say what was found ({expect}):\n{}", args.join(" "), out.all());
