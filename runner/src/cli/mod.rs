@@ -2,6 +2,7 @@
 
 mod approve;
 mod audit;
+#[cfg(feature = "sandbox")]
 mod az_config;
 mod bench;
 mod catalog;
