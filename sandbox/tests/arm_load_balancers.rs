@@ -180,3 +180,75 @@ async fn references_are_checked_as_the_network_rp_checks_them() {
     );
     sandbox.shutdown().await;
 }
+
+#[tokio::test]
+async fn destroy_with_a_preserved_group_lists_the_cluster_resources_and_deletes_them_by_id() {
+    let sandbox = support::start(SandboxConfig::instant()).await;
+    let arm = Arm::new(&sandbox).await;
+    arm.resource_group("hc1-abc12").await;
+    let sub = sandbox.subscription_id().to_string();
+    let vnet = arm
+        .put(
+            &format!("{RG}/virtualNetworks/hc1-abc12?{NET}"),
+            json!({"location": "eastus", "properties": {"addressSpace": {"addressPrefixes": ["10.0.0.0/16"]}}}),
+        )
+        .await;
+    let zones = format!("{RG}/privateDnsZones");
+    let zone = arm.put(&format!("{zones}/hc1.example.com?api-version=2024-06-01"), json!({"location": "global"})).await;
+    assert_eq!(zone.status, 202);
+    let link = arm
+        .put(
+            &format!("{zones}/hc1.example.com/virtualNetworkLinks/hc1-abc12?api-version=2024-06-01"),
+            json!({"location": "global", "properties": {"registrationEnabled": false, "virtualNetwork": {"id": vnet.body["id"]}}}),
+        )
+        .await;
+    assert_eq!(link.status, 202);
+    let pip = arm.put(&format!("{RG}/publicIPAddresses/abc12?{NET}"), public_ip_body()).await;
+    assert_eq!(
+        arm.put(&format!("{RG}/loadBalancers/abc12?{NET}"), load_balancer_body(&sub, &pip.body)).await.status,
+        201
+    );
+
+    // resourcesClient.NewListByResourceGroupPager: tracked resources, children named by path.
+    let listed = arm.get("/resourceGroups/hc1-abc12/resources?api-version=2021-04-01").await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let mut found: Vec<(String, String)> = listed.body["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["type"].as_str().unwrap().to_string(), r["name"].as_str().unwrap().to_string()))
+        .collect();
+    found.sort();
+    let expected = [
+        ("Microsoft.Network/loadBalancers", "abc12"),
+        ("Microsoft.Network/privateDnsZones", "hc1.example.com"),
+        ("Microsoft.Network/privateDnsZones/virtualNetworkLinks", "hc1.example.com/hc1-abc12"),
+        ("Microsoft.Network/publicIPAddresses", "abc12"),
+        ("Microsoft.Network/virtualNetworks", "hc1-abc12"),
+    ];
+    assert_eq!(found, expected.map(|(t, n)| (t.to_string(), n.to_string())));
+
+    // BeginDeleteByID in sortResourcesByDeletionOrder's order, with getAPIVersionForResourceType's versions.
+    let ids: Vec<(String, String)> = listed.body["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["type"].as_str().unwrap().to_string(), r["id"].as_str().unwrap().to_string()))
+        .collect();
+    let order = [
+        ("Microsoft.Network/privateDnsZones/virtualNetworkLinks", "2020-06-01"),
+        ("Microsoft.Network/loadBalancers", "2023-11-01"),
+        ("Microsoft.Network/publicIPAddresses", "2023-11-01"),
+        ("Microsoft.Network/virtualNetworks", "2023-11-01"),
+        ("Microsoft.Network/privateDnsZones", "2020-06-01"),
+    ];
+    for (ty, version) in order {
+        let (_, id) = ids.iter().find(|(t, _)| t == ty).unwrap();
+        let url = format!("{}{}?api-version={version}", sandbox.arm_endpoint().trim_end_matches('/'), id);
+        let deleted = arm.delete(&url).await;
+        assert_eq!(deleted.status, 202, "{ty}: {}", deleted.body);
+    }
+    let left = arm.get("/resourceGroups/hc1-abc12/resources?api-version=2021-04-01").await;
+    assert_eq!(left.body["value"], json!([]));
+    sandbox.shutdown().await;
+}

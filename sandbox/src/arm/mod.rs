@@ -18,6 +18,7 @@ mod private_dns_records;
 mod providers;
 mod public_ips;
 mod resource_groups;
+mod resource_listing;
 mod role_definitions;
 mod roles;
 pub(crate) mod storage;
@@ -226,6 +227,7 @@ async fn route(ctx: &Ctx<'_>, segs: &[String]) -> Reply {
         [] => subscription(ctx),
         [rgs] if eq(rgs, "resourcegroups") => resource_groups::list(ctx),
         [rgs, rg] if eq(rgs, "resourcegroups") => resource_groups::handle(ctx, rg).await,
+        [rgs, rg, res] if eq(rgs, "resourcegroups") && eq(res, "resources") => resource_listing::list(ctx, rg),
         [rgs, rg, action] if eq(rgs, "resourcegroups") => resource_groups::action(ctx, rg, action),
         [ops, token] if eq(ops, "operationresults") => lro::resource_group_delete_poll(ctx, token),
         [p, ns] if eq(p, "providers") => providers::show(ctx, ns),
