@@ -132,8 +132,8 @@ async fn token(shared: &Arc<Shared>, req: &Req, endpoint: Endpoint) -> Result<Re
     let scope = match endpoint {
         Endpoint::V2 => {
             let scope = field("scope").ok_or_else(|| missing("scope"))?;
-            federation::check_scope(scope)?;
-            scope.to_string()
+            // The resource scope alone: OpenID scopes beside it are set aside.
+            federation::check_scope(scope)?.to_string()
         }
         Endpoint::V1 => format!("{}/.default", field("resource").ok_or_else(|| missing("resource"))?),
     };

@@ -1,5 +1,6 @@
 //! Microsoft Graph v1.0 subset: applications, addPassword, service principals (with the
-//! replication delay after an application's creation), directory/deletedItems.
+//! replication delay after an application's creation, and those of managed identities, read
+//! only), directory/deletedItems.
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use crate::graph_query::{self, Query};
 use crate::latency::Operation;
 use crate::state::{Application, PasswordCredential, ServicePrincipal};
 use crate::wire::{Reply, Req};
-use crate::{Shared, graph_federated, graph_key_credentials, graph_shapes};
+use crate::{Shared, graph_federated, graph_key_credentials, graph_managed_identities, graph_shapes};
 
 const CONTENT_TYPE: &str =
     "application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8";
@@ -146,16 +147,7 @@ fn directory_object(state: &crate::state::State, tenant: &str, id: &str) -> Opti
             "accountEnabled": true, "servicePrincipalType": "Application", "servicePrincipalNames": [client_id],
         })));
     }
-    let identity = state.resources.values().find(|r| {
-        r.kind == crate::state::Kind::Identity
-            && r.body["properties"]["principalId"].as_str().is_some_and(|p| p.eq_ignore_ascii_case(id))
-    })?;
-    let client_id = identity.body["properties"]["clientId"].clone();
-    Some(typed(json!({
-        "id": id, "appId": client_id, "displayName": identity.name(), "accountEnabled": true,
-        "servicePrincipalType": "ManagedIdentity", "servicePrincipalNames": [client_id, identity.id],
-        "alternativeNames": ["isExplicit=True", identity.id],
-    })))
+    graph_managed_identities::by_object_id(state, id).map(typed)
 }
 
 /// Graph's resource id is its URL: Azure's, or in a registered cloud (the Azure CLI's
@@ -248,12 +240,15 @@ async fn answer(shared: &Arc<Shared>, req: &Req) -> Reply {
         ["v1.0", "servicePrincipals", tail @ ..] => service_principals(shared, req, &base, tail).await,
         ["v1.0", keyed, tail @ ..] if keyed.starts_with("servicePrincipals(") => {
             let id = match alternate_key(keyed, "servicePrincipals") {
-                Some(("appId", app_id)) => shared
-                    .state()
-                    .service_principals
-                    .values()
-                    .find(|sp| sp.app_id.eq_ignore_ascii_case(&app_id))
-                    .map(|sp| sp.id.clone()),
+                Some(("appId", app_id)) => {
+                    let state = shared.state();
+                    state
+                        .service_principals
+                        .values()
+                        .find(|sp| sp.app_id.eq_ignore_ascii_case(&app_id))
+                        .map(|sp| sp.id.clone())
+                        .or_else(|| graph_managed_identities::object_id_of_app(&state, &app_id))
+                }
                 _ => return unsupported_key(keyed),
             };
             let Some(id) = id else { return not_found(keyed) };
@@ -294,6 +289,18 @@ fn if_match_unsupported() -> Reply {
         StatusCode::BAD_REQUEST,
         "Request_BadRequest",
         "The 'If-Match' header is not supported: applications and servicePrincipals carry no ETag.",
+    )
+}
+
+/// A managed identity's service principal belongs to its identity: it is created, changed and
+/// deleted through ARM, not Graph.
+fn managed_identity_write_refused(id: &str) -> Reply {
+    graph_error(
+        StatusCode::BAD_REQUEST,
+        "Request_BadRequest",
+        &format!(
+            "The service principal '{id}' belongs to a managed identity and cannot be changed through Microsoft Graph; change or delete the managed identity in Azure Resource Manager."
+        ),
     )
 }
 
@@ -564,10 +571,20 @@ async fn service_principals(shared: &Arc<Shared>, req: &Req, base: &str, path: &
         return reply;
     }
     let tenant = shared.config.tenant_id.clone();
+    // Applications' service principals, then those Entra keeps for managed identities.
     let all = |shared: &Shared| -> Vec<Value> {
         let state = shared.state();
-        state.service_principals.values().map(|sp| sp_of_state(&state, sp, &tenant)).collect()
+        let mut items: Vec<Value> =
+            state.service_principals.values().map(|sp| sp_of_state(&state, sp, &tenant)).collect();
+        items.extend(graph_managed_identities::all(&state));
+        items
     };
+    if req.method != Method::GET
+        && let Some(id) = path.first()
+        && graph_managed_identities::by_object_id(&shared.state(), id).is_some()
+    {
+        return managed_identity_write_refused(id);
+    }
     match (req.method.clone(), path) {
         (Method::GET, []) => {
             shared.sleep(Operation::GraphRead).await;
@@ -628,7 +645,11 @@ async fn service_principals(shared: &Arc<Shared>, req: &Req, base: &str, path: &
         (Method::GET, [id]) => {
             let rendered = {
                 let state = shared.state();
-                state.service_principals.get(*id).map(|sp| sp_of_state(&state, sp, &tenant))
+                state
+                    .service_principals
+                    .get(*id)
+                    .map(|sp| sp_of_state(&state, sp, &tenant))
+                    .or_else(|| graph_managed_identities::by_object_id(&state, id))
             };
             match rendered {
                 Some(sp) => entity(base, req, "servicePrincipals", TYPE, sp),

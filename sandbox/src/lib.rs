@@ -25,6 +25,7 @@ mod federation;
 mod graph;
 mod graph_federated;
 mod graph_key_credentials;
+mod graph_managed_identities;
 mod graph_query;
 mod graph_shapes;
 mod hypershift;

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::Duration;
 
-use runbook_sandbox::{LatencyModel, SandboxConfig};
+use runbook_sandbox::SandboxConfig;
 use serde_json::json;
 use support::Arm;
 
@@ -129,40 +129,9 @@ async fn role_assignment_waits_for_a_new_principal_and_refuses_duplicates() {
     sandbox.shutdown().await;
 }
 
-/// Network provisioning takes 4 s * 0.05 = 200 ms; everything else is instant.
-fn network_config() -> SandboxConfig {
-    let mut config = SandboxConfig::instant();
-    config.latency = LatencyModel {
-        scale: 0.05,
-        arm_read: Duration::ZERO,
-        resource_group_put: Duration::ZERO,
-        network_put: Duration::ZERO,
-        network_delete: Duration::ZERO,
-        ..LatencyModel::default()
-    };
-    config
-}
-
-/// Polls an Azure-AsyncOperation URL until it leaves InProgress; returns the statuses seen.
-async fn poll_async_operation(arm: &Arm, url: &str) -> Vec<String> {
-    let mut seen = Vec::new();
-    for _ in 0..100 {
-        let answer = arm.get(url).await;
-        assert_eq!(answer.status, 200);
-        let status = answer.body["status"].as_str().unwrap().to_string();
-        seen.push(status.clone());
-        if status != "InProgress" {
-            return seen;
-        }
-        assert!(answer.header("retry-after").is_some());
-        tokio::time::sleep(Duration::from_millis(40)).await;
-    }
-    panic!("operation {url} never finished: {seen:?}");
-}
-
 #[tokio::test]
 async fn nsg_put_is_an_azure_async_operation() {
-    let sandbox = support::start(network_config()).await;
+    let sandbox = support::start(support::network_config()).await;
     let arm = Arm::new(&sandbox).await;
     arm.resource_group("net").await;
     let nsg = format!("/resourceGroups/net/providers/Microsoft.Network/networkSecurityGroups/hc-nsg?{NET}");
@@ -173,7 +142,7 @@ async fn nsg_put_is_an_azure_async_operation() {
     assert_eq!(created.body["properties"]["defaultSecurityRules"].as_array().unwrap().len(), 6);
     let operation = created.header("azure-asyncoperation").expect("Azure-AsyncOperation header");
     assert!(operation.contains("/providers/Microsoft.Network/locations/westus/operations/"));
-    let seen = poll_async_operation(&arm, &operation).await;
+    let seen = support::poll_async_operation(&arm, &operation).await;
     assert_eq!(seen.first().map(String::as_str), Some("InProgress"));
     assert_eq!(seen.last().map(String::as_str), Some("Succeeded"));
 
@@ -184,7 +153,7 @@ async fn nsg_put_is_an_azure_async_operation() {
     let gone = arm.delete(&nsg).await;
     assert_eq!(gone.status, 202);
     assert_eq!(
-        poll_async_operation(&arm, &gone.header("azure-asyncoperation").unwrap()).await.last().unwrap(),
+        support::poll_async_operation(&arm, &gone.header("azure-asyncoperation").unwrap()).await.last().unwrap(),
         "Succeeded"
     );
     assert_eq!(arm.get(&nsg).await.status, 404);
@@ -193,7 +162,7 @@ async fn nsg_put_is_an_azure_async_operation() {
 
 #[tokio::test]
 async fn vnet_put_replaces_subnets_wholesale() {
-    let sandbox = support::start(network_config()).await;
+    let sandbox = support::start(support::network_config()).await;
     let arm = Arm::new(&sandbox).await;
     arm.resource_group("net").await;
     let vnet = format!("/resourceGroups/net/providers/Microsoft.Network/virtualNetworks/hc-vnet?{NET}");
@@ -215,7 +184,7 @@ async fn vnet_put_replaces_subnets_wholesale() {
         )
         .await;
     assert_eq!(created.status, 201);
-    poll_async_operation(&arm, &created.header("azure-asyncoperation").unwrap()).await;
+    support::poll_async_operation(&arm, &created.header("azure-asyncoperation").unwrap()).await;
     assert_eq!(names(&arm.get(&vnet).await.body), ["a", "b"]);
 
     // A PUT of the VNet without subnet "a" deletes it: the subnet list is replaced.
@@ -228,7 +197,7 @@ async fn vnet_put_replaces_subnets_wholesale() {
         .await;
     assert_eq!(replaced.status, 200);
     assert_eq!(replaced.body["properties"]["provisioningState"], "Updating");
-    poll_async_operation(&arm, &replaced.header("azure-asyncoperation").unwrap()).await;
+    support::poll_async_operation(&arm, &replaced.header("azure-asyncoperation").unwrap()).await;
     let read = arm.get(&vnet).await;
     assert_eq!(names(&read.body), ["c"]);
     assert_eq!(read.body["properties"]["subnets"][0]["properties"]["provisioningState"], "Succeeded");

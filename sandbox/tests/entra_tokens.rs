@@ -218,3 +218,57 @@ async fn a_token_signed_by_another_key_is_refused() {
     other.shutdown().await;
     sandbox.shutdown().await;
 }
+
+#[tokio::test]
+async fn openid_scopes_beside_one_resource_scope_are_set_aside_as_msal_go_sends_them() {
+    let sandbox = support::start(SandboxConfig::instant()).await;
+    let client = support::client(&sandbox);
+    let form = |scope: &'static str| {
+        [
+            ("grant_type", "client_credentials"),
+            ("client_id", SANDBOX_CLIENT_ID),
+            ("client_secret", SANDBOX_CLIENT_SECRET),
+            ("scope", scope),
+        ]
+    };
+    // What azidentity's ClientSecretCredential (MSAL-Go) posts for an ARM token.
+    let msal_go = "https://management.azure.com/.default openid offline_access profile";
+    let (status, body) = post_form(&sandbox, &client, "oauth2/v2.0/token", &form(msal_go)).await;
+    assert_eq!(status, 200, "{body}");
+    let token = body["access_token"].as_str().unwrap();
+    assert_eq!(support::claims(token)["aud"], "https://management.azure.com", "the token is for the resource");
+    let resp = client
+        .get(format!("{}subscriptions?api-version=2022-12-01", sandbox.arm_endpoint()))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200, "ARM accepts it");
+    // The order does not matter, nor does `email`.
+    let (status, body) =
+        post_form(&sandbox, &client, "oauth2/v2.0/token", &form("openid email https://graph.microsoft.com/.default"))
+            .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(support::claims(body["access_token"].as_str().unwrap())["aud"], "https://graph.microsoft.com");
+
+    // Only OpenID scopes: no resource. MSAL-Go quotes this very refusal.
+    let (status, body) =
+        post_form(&sandbox, &client, "oauth2/v2.0/token", &form("openid offline_access profile")).await;
+    assert_eq!((status, body["error"].as_str()), (400, Some("invalid_scope")), "{body}");
+    assert_eq!(body["error_codes"], json!([1002012]));
+    assert!(
+        body["error_description"]
+            .as_str()
+            .unwrap()
+            .starts_with("AADSTS1002012: The provided value for scope openid offline_access profile is not valid.")
+    );
+    // Two resources are still one too many, OpenID scopes or not.
+    let two = "https://management.azure.com/.default https://graph.microsoft.com/.default openid";
+    let (status, body) = post_form(&sandbox, &client, "oauth2/v2.0/token", &form(two)).await;
+    assert_eq!((status, body["error_codes"].clone()), (400, json!([70011])), "{body}");
+    // A delegated permission has no place in a client-credential request.
+    let delegated = "https://graph.microsoft.com/.default User.Read openid";
+    let (status, body) = post_form(&sandbox, &client, "oauth2/v2.0/token", &form(delegated)).await;
+    assert_eq!((status, body["error_codes"].clone()), (400, json!([1002012])), "{body}");
+    sandbox.shutdown().await;
+}

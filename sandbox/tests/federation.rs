@@ -167,13 +167,18 @@ impl Rig {
 
     /// POSTs the form WorkloadIdentityCredential sends; the status and the JSON body.
     async fn exchange(&self, assertion: &str) -> (u16, Value) {
+        self.exchange_for(assertion, ARM_SCOPE).await
+    }
+
+    /// The exchange asking for `scope`.
+    async fn exchange_for(&self, assertion: &str, scope: &str) -> (u16, Value) {
         let url = format!("{}{}/oauth2/v2.0/token", self.sandbox.authority_host(), self.sandbox.tenant_id());
         let form = form_urlencoded::Serializer::new(String::new())
             .append_pair("client_assertion", assertion)
             .append_pair("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
             .append_pair("client_id", &self.client_id)
             .append_pair("grant_type", "client_credentials")
-            .append_pair("scope", ARM_SCOPE)
+            .append_pair("scope", scope)
             .finish();
         let resp = self
             .arm
@@ -425,5 +430,33 @@ async fn the_in_process_exchange_answers_like_the_token_endpoint() {
         .await
         .expect_err("a scope without /.default is refused");
     assert_eq!(refusal.code, 1002012);
+    rig.sandbox.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_assertion_with_openid_scopes_beside_the_resource_scope_buys_a_token_for_the_resource() {
+    let rig = Rig::start().await;
+    let assertion = sign(ISSUER_KEY, KID, &rig.claims());
+    // azidentity's WorkloadIdentityCredential (MSAL-Go) adds the OpenID scopes to every request.
+    let (status, body) =
+        rig.exchange_for(&assertion, "https://management.azure.com/.default openid offline_access profile").await;
+    assert_eq!(status, 200, "{body:#}");
+    let claims = payload(body["access_token"].as_str().unwrap());
+    assert_eq!(claims["aud"], "https://management.azure.com");
+    assert_eq!(claims["oid"], rig.principal_id.as_str());
+
+    let (status, body) = rig.exchange_for(&assertion, "openid offline_access profile").await;
+    assert_eq!((status, body["error_codes"].clone()), (400, json!([1002012])), "{body:#}");
+    let (status, body) = rig
+        .exchange_for(&assertion, "https://management.azure.com/.default https://storage.azure.com/.default openid")
+        .await;
+    assert_eq!((status, body["error_codes"].clone()), (400, json!([70011])), "{body:#}");
+
+    let token = rig
+        .sandbox
+        .exchange_federated_token(&rig.client_id, &assertion, "openid https://management.azure.com/.default profile")
+        .await
+        .expect("the in-process exchange sets the OpenID scopes aside too");
+    assert_eq!(payload(&token.access_token)["aud"], "https://management.azure.com");
     rig.sandbox.shutdown().await;
 }

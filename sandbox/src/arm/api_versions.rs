@@ -122,6 +122,9 @@ const DNS: &[&str] = &[
     "2023-07-01-preview",
 ];
 
+/// Private DNS (`specification/privatedns`): zones, virtual network links, record sets.
+const PRIVATE_DNS: &[&str] = &["2018-09-01", "2020-01-01", "2020-06-01", "2024-06-01", "2026-06-01-preview"];
+
 const NETWORK: &[&str] = &[
     "2015-06-15",
     "2016-03-30",
@@ -218,6 +221,9 @@ const TYPES: &[(&str, &str, &[&str])] = &[
     ("Microsoft.Network", "dnsZones", DNS),
     ("Microsoft.Network", "dnsOperationStatuses", DNS),
     ("Microsoft.Network", "dnsOperationResults", DNS),
+    ("Microsoft.Network", "privateDnsZones", PRIVATE_DNS),
+    ("Microsoft.Network", "privateDnsOperationStatuses", PRIVATE_DNS),
+    ("Microsoft.Network", "privateDnsOperationResults", PRIVATE_DNS),
     ("Microsoft.Network", "*", NETWORK),
     ("Microsoft.Authorization", "roleAssignments", ROLE_ASSIGNMENTS),
     ("Microsoft.Authorization", "roleDefinitions", ROLE_DEFINITIONS),

@@ -1,5 +1,6 @@
 //! Polling endpoints of long-running operations: `Location` (resource group delete,
-//! storage account create) and `Azure-AsyncOperation` (network, DNS zone delete).
+//! storage account create) and `Azure-AsyncOperation` (network, DNS zone delete, private DNS
+//! zone and link writes).
 
 use std::time::Instant;
 
@@ -8,7 +9,7 @@ use serde_json::json;
 
 use super::Ctx;
 use super::errors::arm_error;
-use crate::state::{Operation, OperationKind};
+use crate::state::{Operation, OperationFailure, OperationKind};
 use crate::wire::{Reply, retry_after_headers};
 
 /// Registers an operation and returns its id.
@@ -110,4 +111,52 @@ pub(crate) fn dns_status(ctx: &Ctx<'_>, id: &str) -> Reply {
 
 pub(crate) fn dns_result(ctx: &Ctx<'_>, id: &str) -> Reply {
     network_result(ctx, id)
+}
+
+/// The outcome of a private DNS operation: when it completes, whether it deletes, and the error
+/// it fails with.
+fn private_dns_op(ctx: &Ctx<'_>, id: &str) -> Option<(Instant, bool, Option<OperationFailure>)> {
+    match ctx.shared.state().operations.get(id) {
+        Some(Operation { kind: OperationKind::PrivateDns { is_delete, failure }, ready_at }) => {
+            Some((*ready_at, *is_delete, failure.clone()))
+        }
+        _ => None,
+    }
+}
+
+/// `privateDnsOperationStatuses/{id}`: InProgress, then Succeeded, or Failed with the error
+/// beside the status (as a failed virtual network link reports it).
+pub(crate) fn private_dns_status(ctx: &Ctx<'_>, id: &str) -> Reply {
+    let Some((ready_at, _, failure)) = private_dns_op(ctx, id) else { return not_found(id) };
+    if ctx.shared.now() < ready_at {
+        return retry_after_headers(
+            Reply::json(StatusCode::OK, &json!({"status": "InProgress"})),
+            remaining(ctx, ready_at),
+        );
+    }
+    match failure {
+        None => Reply::json(StatusCode::OK, &json!({"status": "Succeeded"})),
+        Some(failure) => Reply::json(
+            StatusCode::OK,
+            &json!({"error": {"code": failure.code, "message": failure.message}, "status": "Failed"}),
+        ),
+    }
+}
+
+/// `privateDnsOperationResults/{id}`: 202 while running; then 200 (writes, whose result is read
+/// from the resource itself) or 204 (deletes), or the failure as an error.
+pub(crate) fn private_dns_result(ctx: &Ctx<'_>, id: &str) -> Reply {
+    let Some((ready_at, is_delete, failure)) = private_dns_op(ctx, id) else { return not_found(id) };
+    if ctx.shared.now() < ready_at {
+        return retry_after_headers(Reply::empty(StatusCode::ACCEPTED), remaining(ctx, ready_at))
+            .with_header("location", ctx.url(&ctx.req.path));
+    }
+    match failure {
+        Some(failure) => {
+            let status = if failure.code == "Conflict" { StatusCode::CONFLICT } else { StatusCode::BAD_REQUEST };
+            arm_error(status, &failure.code, &failure.message)
+        }
+        None if is_delete => Reply::empty(StatusCode::NO_CONTENT),
+        None => Reply::empty(StatusCode::OK),
+    }
 }

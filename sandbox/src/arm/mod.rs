@@ -7,11 +7,18 @@ pub(crate) mod compute;
 mod dns;
 pub(crate) mod errors;
 mod identities;
+mod load_balancers;
 mod lro;
 mod network;
+mod network_writes;
 mod permissions;
+mod private_dns;
+mod private_dns_links;
+mod private_dns_records;
 mod providers;
+mod public_ips;
 mod resource_groups;
+mod resource_listing;
 mod role_definitions;
 mod roles;
 pub(crate) mod storage;
@@ -220,6 +227,7 @@ async fn route(ctx: &Ctx<'_>, segs: &[String]) -> Reply {
         [] => subscription(ctx),
         [rgs] if eq(rgs, "resourcegroups") => resource_groups::list(ctx),
         [rgs, rg] if eq(rgs, "resourcegroups") => resource_groups::handle(ctx, rg).await,
+        [rgs, rg, res] if eq(rgs, "resourcegroups") && eq(res, "resources") => resource_listing::list(ctx, rg),
         [rgs, rg, action] if eq(rgs, "resourcegroups") => resource_groups::action(ctx, rg, action),
         [ops, token] if eq(ops, "operationresults") => lro::resource_group_delete_poll(ctx, token),
         [p, ns] if eq(p, "providers") => providers::show(ctx, ns),
@@ -252,6 +260,16 @@ async fn route(ctx: &Ctx<'_>, segs: &[String]) -> Reply {
                 lro::dns_result(ctx, tail.first().copied().unwrap_or_default())
             } else if eq(ns, "Microsoft.Network") && (eq(ty, "networkSecurityGroups") || eq(ty, "virtualNetworks")) {
                 network::handle(ctx, rg, ty, tail).await
+            } else if eq(ns, "Microsoft.Network") && eq(ty, "publicIPAddresses") {
+                public_ips::handle(ctx, rg, tail).await
+            } else if eq(ns, "Microsoft.Network") && eq(ty, "loadBalancers") {
+                load_balancers::handle(ctx, rg, tail).await
+            } else if eq(ns, "Microsoft.Network") && eq(ty, "privateDnsZones") {
+                private_dns::handle(ctx, rg, tail).await
+            } else if eq(ns, "Microsoft.Network") && eq(ty, "privateDnsOperationStatuses") {
+                lro::private_dns_status(ctx, tail.first().copied().unwrap_or_default())
+            } else if eq(ns, "Microsoft.Network") && eq(ty, "privateDnsOperationResults") {
+                lro::private_dns_result(ctx, tail.first().copied().unwrap_or_default())
             } else if compute::kind_of(ns, ty).is_some() {
                 compute::handle(ctx, rg, ns, ty, tail)
             } else {
@@ -290,6 +308,9 @@ fn list_in_subscription(ctx: &Ctx<'_>, ns: &str, ty: &str) -> Reply {
         ("microsoft.network", "dnszones") => crate::state::Kind::DnsZone,
         ("microsoft.network", "networksecuritygroups") => crate::state::Kind::NetworkSecurityGroup,
         ("microsoft.network", "virtualnetworks") => crate::state::Kind::VirtualNetwork,
+        ("microsoft.network", "publicipaddresses") => crate::state::Kind::PublicIpAddress,
+        ("microsoft.network", "loadbalancers") => crate::state::Kind::LoadBalancer,
+        ("microsoft.network", "privatednszones") => crate::state::Kind::PrivateDnsZone,
         _ => match compute::kind_of(ns, ty) {
             Some(kind) => kind,
             None => return not_modelled(ctx),
@@ -298,16 +319,19 @@ fn list_in_subscription(ctx: &Ctx<'_>, ns: &str, ty: &str) -> Reply {
     let now = ctx.shared.now();
     let state = ctx.shared.state();
     let value: Vec<serde_json::Value> =
-        state.resources.values().filter(|r| r.kind == kind).map(|r| render(r, now)).collect();
+        state.resources.values().filter(|r| r.kind == kind).map(|r| render(&state, r, now)).collect();
     Reply::json(StatusCode::OK, &json!({ "value": value }))
 }
 
 /// The current representation of a stored resource.
-pub(crate) fn render(res: &Resource, now: std::time::Instant) -> serde_json::Value {
+pub(crate) fn render(state: &crate::state::State, res: &Resource, now: std::time::Instant) -> serde_json::Value {
     use crate::state::Kind;
     match res.kind {
         Kind::StorageAccount => storage::render_account(res, now),
         Kind::NetworkSecurityGroup | Kind::VirtualNetwork => network::render(res, now, false),
+        Kind::PublicIpAddress => public_ips::render(state, res, now, false),
+        Kind::LoadBalancer => load_balancers::render(state, res, now, false),
+        Kind::PrivateDnsZone => private_dns::render_zone(state, res, now),
         Kind::VirtualMachine | Kind::NetworkInterface | Kind::Disk => compute::render(res, now),
         _ => res.body.clone(),
     }

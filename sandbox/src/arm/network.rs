@@ -58,7 +58,7 @@ const DEFAULT_RULES: &[(&str, &str, &str, &str, &str, i64, &str)] = &[
     ("DenyAllOutBound", "Deny all outbound traffic", "*", "*", "Deny", 65500, "Outbound"),
 ];
 
-fn weak_etag() -> String {
+pub(crate) fn weak_etag() -> String {
     format!("W/\"{}\"", uuid::Uuid::new_v4())
 }
 
@@ -73,7 +73,19 @@ pub(crate) fn render(res: &Resource, now: Instant, updating: bool) -> Value {
     let mut body = res.body.clone();
     body["etag"] = json!(res.etag);
     body["properties"]["provisioningState"] = json!(word);
-    for field in ["securityRules", "defaultSecurityRules", "subnets"] {
+    // Sub-resources kept inside their parent carry its state and etag (load balancers' too).
+    let children = [
+        "securityRules",
+        "defaultSecurityRules",
+        "subnets",
+        "frontendIPConfigurations",
+        "backendAddressPools",
+        "probes",
+        "outboundRules",
+        "loadBalancingRules",
+        "inboundNatRules",
+    ];
+    for field in children {
         if let Some(items) = body["properties"][field].as_array_mut() {
             for item in items {
                 item["etag"] = json!(res.etag);
@@ -174,11 +186,11 @@ fn ip_availability(ctx: &Ctx<'_>) -> Reply {
     }
 }
 
-fn location_segment(res: &Resource) -> String {
+pub(crate) fn location_segment(res: &Resource) -> String {
     res.body["location"].as_str().unwrap_or("westus").to_ascii_lowercase()
 }
 
-fn async_headers(
+pub(crate) fn async_headers(
     ctx: &Ctx<'_>,
     reply: Reply,
     location: &str,
@@ -321,7 +333,7 @@ async fn parent(ctx: &Ctx<'_>, rg: &str, full_type: &str, kind: Kind, name: &str
 }
 
 /// Deletes a resource (or one child of it) and answers 202 + Azure-AsyncOperation + Location.
-async fn delete(ctx: &Ctx<'_>, key: &str, child: Option<(&str, &str)>) -> Reply {
+pub(crate) async fn delete(ctx: &Ctx<'_>, key: &str, child: Option<(&str, &str)>) -> Reply {
     ctx.shared.sleep(Operation::NetworkDelete).await;
     let location = {
         let mut state = ctx.shared.state();

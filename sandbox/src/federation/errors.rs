@@ -209,8 +209,15 @@ impl AadstsError {
     }
 }
 
-/// Client-credential flows take exactly one `<resource>/.default` scope.
-pub(crate) fn check_scope(scope: &str) -> Result<(), AadstsError> {
+/// The OpenID Connect scopes Entra accepts beside the resource scope of any token request.
+/// MSAL (MSAL-Go behind azidentity, MSAL.NET, msal4j) adds `openid offline_access profile` to
+/// every request, the client-credentials grant included; a client-credential token is for the
+/// resource alone, so Entra sets them aside.
+const OPENID_SCOPES: &[&str] = &["openid", "offline_access", "profile", "email"];
+
+/// Client-credential flows take exactly one `<resource>/.default` scope, optionally beside the
+/// OpenID scopes; the answer is that resource scope.
+pub(crate) fn check_scope(scope: &str) -> Result<&str, AadstsError> {
     let scopes: Vec<&str> = scope.split_whitespace().collect();
     if scopes.is_empty() {
         return Err(AadstsError::new(
@@ -220,25 +227,27 @@ pub(crate) fn check_scope(scope: &str) -> Result<(), AadstsError> {
             "The provided request must include a 'scope' input parameter.".into(),
         ));
     }
-    if scopes.len() > 1 && scopes.iter().all(|s| s.ends_with("/.default")) {
-        return Err(AadstsError::new(
+    let resources: Vec<&str> =
+        scopes.into_iter().filter(|s| !OPENID_SCOPES.iter().any(|o| o.eq_ignore_ascii_case(s))).collect();
+    match resources.as_slice() {
+        [resource] if resource.ends_with("/.default") => Ok(*resource),
+        [_, _, ..] if resources.iter().all(|s| s.ends_with("/.default")) => Err(AadstsError::new(
             StatusCode::BAD_REQUEST,
             "invalid_scope",
             70011,
             format!("The provided value for the input parameter 'scope' is not valid. The scope {scope} is not valid."),
-        ));
+        )),
+        // No resource at all (`openid offline_access profile`, the text MSAL-Go quotes), or a
+        // delegated permission such as `User.Read`.
+        _ => Err(AadstsError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_scope",
+            1002012,
+            format!(
+                "The provided value for scope {scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI)."
+            ),
+        )),
     }
-    if scopes.len() == 1 && scopes[0].ends_with("/.default") {
-        return Ok(());
-    }
-    Err(AadstsError::new(
-        StatusCode::BAD_REQUEST,
-        "invalid_scope",
-        1002012,
-        format!(
-            "The provided value for scope {scope} is not valid. Client credential flows must have a scope value with /.default suffixed to the resource identifier (application ID URI)."
-        ),
-    ))
 }
 
 /// `2024-10-02T22:05:03.6755165Z`: seconds with seven fractional digits, as Entra prints times.

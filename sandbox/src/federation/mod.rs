@@ -34,14 +34,14 @@ pub struct FederatedToken {
 }
 
 /// Exchanges `assertion` for a token of `client_id` (a managed identity's client id) for `scope`
-/// (`<resource>/.default`).
+/// (`<resource>/.default`, possibly beside the OpenID scopes).
 pub(crate) async fn exchange(
     shared: &Shared,
     client_id: &str,
     assertion: &str,
     scope: &str,
 ) -> Result<FederatedToken, AadstsError> {
-    errors::check_scope(scope)?;
+    let scope = errors::check_scope(scope)?;
     let resource = crate::entra_claims::resolve(shared, &crate::entra_claims::resource_of_scope(scope))?;
     let assertion = assertion::Assertion::parse(assertion)?;
     assertion.check_time(shared.timestamp().as_second())?;

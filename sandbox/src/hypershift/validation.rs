@@ -1,7 +1,8 @@
 //! The HostedCluster's Azure references checked against the sandbox's ARM state, as the
 //! operator's platform validation and the cluster API provider would find them: the
 //! subscription, the managed resource group, the VNet and subnet, the network security group,
-//! the public zone of the base domain and the workload identities' client ids.
+//! the public zone of the base domain, the private zone when named and the workload identities'
+//! client ids.
 
 use serde_json::Value;
 
@@ -60,10 +61,14 @@ pub(crate) fn problems(state: &State, subscription: &str, hc: &Value) -> Vec<Str
     if !zone_found {
         out.push(format!("no public DNS zone named '{base_domain}' (the base domain) in the subscription"));
     }
-    // Private zones are not modelled by the sandbox's ARM; the public one must exist when named.
+    // The zones, when named, must exist: the public one and the private one `create infra` made.
     let public_zone = text(&hc["spec"]["dns"]["publicZoneID"]);
     if !public_zone.is_empty() && !live(state, &public_zone, Kind::DnsZone) {
         out.push(format!("spec.dns.publicZoneID '{public_zone}' could not be found"));
+    }
+    let private_zone = text(&hc["spec"]["dns"]["privateZoneID"]);
+    if !private_zone.is_empty() && !live(state, &private_zone, Kind::PrivateDnsZone) {
+        out.push(format!("spec.dns.privateZoneID '{private_zone}' could not be found"));
     }
     let identities = &azure["azureAuthenticationConfig"]["workloadIdentities"];
     for component in COMPONENTS {

@@ -27,6 +27,16 @@ pub(crate) enum OperationKind {
     Network { is_delete: bool },
     /// `Azure-AsyncOperation` of a DNS zone delete.
     DnsZoneDelete,
+    /// `Azure-AsyncOperation` of a private DNS zone or virtual network link PUT or DELETE;
+    /// `failure` is the error the operation ends with, if it fails.
+    PrivateDns { is_delete: bool, failure: Option<OperationFailure> },
+}
+
+/// The error a long-running operation ends with, as its status reports it.
+#[derive(Clone)]
+pub(crate) struct OperationFailure {
+    pub code: String,
+    pub message: String,
 }
 
 #[derive(Default)]
@@ -105,20 +115,20 @@ impl State {
     }
 
     /// Every ARM id present now, sorted, including sub-resources kept inside their parent
-    /// (subnets, security rules) and blob containers.
+    /// (subnets, security rules, load balancers' frontends, pools, probes and rules) and blob
+    /// containers.
     pub(crate) fn resource_ids(&self) -> Vec<String> {
         let mut ids = Vec::new();
         for res in self.resources.values() {
             ids.push(res.id.clone());
-            let nested = match res.kind {
-                Kind::VirtualNetwork => Some("subnets"),
-                Kind::NetworkSecurityGroup => Some("securityRules"),
-                _ => None,
+            let nested: &[&str] = match res.kind {
+                Kind::VirtualNetwork => &["subnets"],
+                Kind::NetworkSecurityGroup => &["securityRules"],
+                Kind::LoadBalancer => &["frontendIPConfigurations", "backendAddressPools", "probes", "outboundRules"],
+                _ => &[],
             };
-            if let Some(field) = nested
-                && let Some(items) = res.body["properties"][field].as_array()
-            {
-                for item in items {
+            for field in nested {
+                for item in res.body["properties"][*field].as_array().into_iter().flatten() {
                     if let Some(name) = item["name"].as_str() {
                         ids.push(format!("{}/{}/{}", res.id, field, name));
                     }

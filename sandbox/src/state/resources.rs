@@ -15,6 +15,12 @@ pub(crate) enum Kind {
     RoleAssignment,
     NetworkSecurityGroup,
     VirtualNetwork,
+    PublicIpAddress,
+    LoadBalancer,
+    PrivateDnsZone,
+    /// A private DNS zone's link to a virtual network.
+    VirtualNetworkLink,
+    PrivateDnsRecordSet,
     /// Written by the simulated node pool controller, read over ARM.
     VirtualMachine,
     NetworkInterface,

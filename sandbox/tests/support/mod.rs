@@ -3,7 +3,9 @@
 
 #![allow(dead_code)]
 
-use runbook_sandbox::{SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxConfig};
+use std::time::Duration;
+
+use runbook_sandbox::{LatencyModel, SANDBOX_CLIENT_ID, SANDBOX_CLIENT_SECRET, Sandbox, SandboxConfig};
 
 pub async fn start(config: SandboxConfig) -> Sandbox {
     Sandbox::start(config).await.expect("sandbox starts")
@@ -130,4 +132,48 @@ impl Arm {
             .await;
         assert!(answer.status == 201 || answer.status == 200, "resource group {name}: {}", answer.status);
     }
+}
+
+/// Network provisioning takes 4 s * 0.05 = 200 ms; everything else is instant.
+pub fn network_config() -> SandboxConfig {
+    let mut config = SandboxConfig::instant();
+    config.latency = LatencyModel {
+        scale: 0.05,
+        arm_read: Duration::ZERO,
+        resource_group_put: Duration::ZERO,
+        network_put: Duration::ZERO,
+        network_delete: Duration::ZERO,
+        ..LatencyModel::default()
+    };
+    config
+}
+
+/// Polls an Azure-AsyncOperation URL until it leaves InProgress; returns the statuses seen.
+pub async fn poll_async_operation(arm: &Arm, url: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        let answer = arm.get(url).await;
+        assert_eq!(answer.status, 200);
+        let status = answer.body["status"].as_str().unwrap().to_string();
+        seen.push(status.clone());
+        if status != "InProgress" {
+            return seen;
+        }
+        assert!(answer.header("retry-after").is_some());
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    panic!("operation {url} never finished: {seen:?}");
+}
+
+/// The final body of an Azure-AsyncOperation URL (`{"status":"Succeeded"}`, or the failure).
+pub async fn finished_operation(arm: &Arm, url: &str) -> serde_json::Value {
+    for _ in 0..100 {
+        let answer = arm.get(url).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        if answer.body["status"] != "InProgress" {
+            return answer.body;
+        }
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    panic!("operation {url} never finished");
 }
