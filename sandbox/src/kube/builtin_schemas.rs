@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use k8s_openapi::api::{apps, authentication, authorization, core, events, rbac};
+use k8s_openapi::api::{apps, authentication, authorization, core, events, rbac, scheduling};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use schemars::JsonSchema;
@@ -58,6 +58,7 @@ fn generate() -> Definitions {
         "rbac.authorization.k8s.io" "RoleBinding" rbac::v1::RoleBinding,
         "rbac.authorization.k8s.io" "Role" rbac::v1::Role,
         "apiextensions.k8s.io" "CustomResourceDefinition" apiextensions::v1::CustomResourceDefinition,
+        "scheduling.k8s.io" "PriorityClass" scheduling::v1::PriorityClass,
     }
     generator.subschema_for::<ObjectMeta>();
     let mut schemas = generator.take_definitions(true);

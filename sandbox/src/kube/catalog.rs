@@ -318,6 +318,16 @@ const BUILTINS: &[Builtin] = &[
         categories: &["api-extensions"],
         subresources: &["status"],
     },
+    Builtin {
+        group: "scheduling.k8s.io",
+        kind: "PriorityClass",
+        plural: "priorityclasses",
+        namespaced: false,
+        short: &["pc"],
+        verbs: ALL_VERBS,
+        categories: &[],
+        subresources: &[],
+    },
 ];
 
 /// Groups in the order discovery lists them; CRD groups follow.
@@ -329,6 +339,7 @@ const GROUP_ORDER: &[&str] = &[
     "authorization.k8s.io",
     "rbac.authorization.k8s.io",
     "apiextensions.k8s.io",
+    "scheduling.k8s.io",
 ];
 
 /// The Table columns the real server prints for a built-in kind (after NAME, except
@@ -484,6 +495,28 @@ fn builtin_columns(group: &str, kind: &str) -> Vec<Column> {
             col("Containers", "string", 1, "Names of each container in the template."),
             col("Images", "string", 1, "Images referenced by each container in the template."),
             col("Selector", "string", 1, "Selector is a label query over pods that should match the replica count."),
+        ],
+        ("scheduling.k8s.io", "PriorityClass") => vec![
+            col("Name", "string", 0, "Name must be unique within a namespace."),
+            col(
+                "Value",
+                "integer",
+                0,
+                "value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec.",
+            ),
+            col(
+                "Global-Default",
+                "boolean",
+                0,
+                "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority.",
+            ),
+            col("Age", "string", 0, AGE),
+            col(
+                "PreemptionPolicy",
+                "string",
+                0,
+                "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.",
+            ),
         ],
         ("apiextensions.k8s.io", "CustomResourceDefinition")
         | ("rbac.authorization.k8s.io", "ClusterRole" | "Role") => {

@@ -17,8 +17,10 @@ use tokio::task::JoinHandle;
 use super::KubeShared;
 use super::catalog::ResourceDef;
 use super::defaults;
+use super::monitoring_crds;
 use super::objects::{self, DeleteOptions, Part, WriteOptions};
 use super::patch::Patch;
+use super::priority_classes;
 use super::publishers;
 use super::store::{EventType, Store, StoreEvent};
 
@@ -78,7 +80,8 @@ fn seed_rbac(store: &mut Store) {
     );
 }
 
-/// The namespaces, node, `kubernetes` service and default RBAC of a fresh cluster.
+/// The namespaces, node, `kubernetes` service, default RBAC and system priority classes
+/// of a fresh cluster, and the monitoring CRDs an OpenShift cluster serves.
 pub(crate) fn seed(store: &mut Store, ca_pem: &str) {
     seed_rbac(store);
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -113,6 +116,13 @@ pub(crate) fn seed(store: &mut Store, ca_pem: &str) {
     );
     for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         publishers::publish(store, ns, ca_pem);
+    }
+    for class in priority_classes::system_classes() {
+        put(store, "priorityclasses.scheduling.k8s.io", class);
+    }
+    for crd in monitoring_crds::definitions() {
+        store.catalog.install_crd(&crd).expect("the monitoring CRDs are valid");
+        put(store, "customresourcedefinitions.apiextensions.k8s.io", crd);
     }
 }
 

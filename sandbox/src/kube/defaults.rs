@@ -1,6 +1,6 @@
 //! What the real API server fills in for each kind on create and update: namespace
 //! labels and phase, Secret type and stringData, Deployment replicas, Service cluster IP,
-//! CRD conditions.
+//! CRD conditions, PriorityClass preemption policy.
 
 use base64::Engine;
 use serde_json::{Map, Value, json};
@@ -79,6 +79,10 @@ pub fn apply(res: &ResourceDef, obj: &mut Value, creating: bool, now: &str) {
                 ],
                 "storedVersions": stored,
             });
+        }
+        // `SetDefaults_PriorityClass`: pods of the class preempt lower priorities.
+        ("scheduling.k8s.io", "PriorityClass") if obj["preemptionPolicy"].as_str().is_none_or(str::is_empty) => {
+            obj["preemptionPolicy"] = json!("PreemptLowerPriority");
         }
         _ => {}
     }

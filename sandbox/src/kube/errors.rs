@@ -119,7 +119,7 @@ impl KubeError {
         let mut d = json!({
             "name": name,
             "kind": kind,
-            "causes": causes.iter().map(|(f, m)| json!({"reason": "FieldValueInvalid", "message": m, "field": f})).collect::<Vec<_>>(),
+            "causes": causes.iter().map(|(f, m)| json!({"reason": cause_reason(m), "message": m, "field": f})).collect::<Vec<_>>(),
         });
         if !group.is_empty() {
             d["group"] = json!(group);
@@ -176,4 +176,19 @@ impl KubeError {
         }
         s
     }
+}
+
+/// The `reason` of a field error's cause, from how its message starts (`field.Error`'s
+/// `ErrorBody` leads with its type's text).
+fn cause_reason(message: &str) -> &'static str {
+    const REASONS: &[(&str, &str)] = &[
+        ("Required value", "FieldValueRequired"),
+        ("Forbidden", "FieldValueForbidden"),
+        ("Unsupported value", "FieldValueNotSupported"),
+        ("Duplicate value", "FieldValueDuplicate"),
+        ("Too long", "FieldValueTooLong"),
+        ("Too many", "FieldValueTooMany"),
+        ("Not found", "FieldValueNotFound"),
+    ];
+    REASONS.iter().find(|(lead, _)| message.starts_with(lead)).map_or("FieldValueInvalid", |(_, reason)| reason)
 }

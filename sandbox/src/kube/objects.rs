@@ -9,7 +9,9 @@ use super::defaults;
 use super::errors::KubeError;
 use super::fields;
 use super::managed;
+use super::names;
 use super::patch::Patch;
+use super::priority_classes;
 use super::selectors::{FieldSelector, LabelSelector};
 use super::store::{EventType, Store};
 
@@ -103,25 +105,6 @@ fn check_namespace(store: &Store, res: &ResourceDef, namespace: &str) -> Result<
         .with_details(json!({"causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {namespace} is being terminated"), "field": "metadata.namespace"}]}))),
         Some(_) => Ok(()),
     }
-}
-
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
-}
-
-fn invalid_name(res: &ResourceDef, name: &str) -> KubeError {
-    let message = if name.is_empty() {
-        "Required value: name or generateName is required".to_string()
-    } else {
-        format!(
-            "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-        )
-    };
-    KubeError::invalid(&res.kind, &res.group, name, &[("metadata.name".into(), message)])
 }
 
 /// Sets kind and apiVersion as the resource serves them.
@@ -300,9 +283,7 @@ pub fn create(
         let suffix: String = (0..5).map(|_| (b'a' + rand::random::<u8>() % 26) as char).collect();
         name = format!("{prefix}{suffix}");
     }
-    if !valid_name(&name) {
-        return Err(invalid_name(res, &name));
-    }
+    names::check(res, &name, obj["metadata"]["generateName"].as_str())?;
     check_namespace(store, res, &ns)?;
     if store.get(&res.key(), &ns, &name).is_some() {
         return Err(KubeError::already_exists(res, &name));
@@ -334,6 +315,7 @@ pub fn create(
         // Validates the definition before anything is stored.
         super::catalog::crd_resources(&obj)?;
     }
+    priority_classes::check_create(res, &obj)?;
     managed::record_update(None, &mut obj, opts.manager_name(), None, &res.api_version(), &store.stamp());
     finish_create(store, res, obj, opts.dry_run)
 }
@@ -420,6 +402,7 @@ fn commit(
     if new == *old {
         return Ok(old.clone());
     }
+    priority_classes::check_update(res, old, &new)?;
     if res.tracks_generation() && spec_of(&new) != spec_of(old) {
         let generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
         new["metadata"]["generation"] = json!(generation + 1);
@@ -593,9 +576,7 @@ pub fn patch(
                 obj["metadata"]["name"] = json!(name);
                 let ns = namespace_of(res, namespace);
                 check_namespace(store, res, &ns)?;
-                if !valid_name(name) {
-                    return Err(invalid_name(res, name));
-                }
+                names::check(res, name, None)?;
                 typed(res, &mut obj);
                 if res.namespaced {
                     obj["metadata"]["namespace"] = json!(ns);
@@ -625,6 +606,7 @@ pub fn patch(
                 if res.kind == "CustomResourceDefinition" {
                     super::catalog::crd_resources(&stamped)?;
                 }
+                priority_classes::check_create(res, &stamped)?;
                 finish_create(store, res, stamped, opts.dry_run).map(|o| (o, true))
             }
             None => Err(KubeError::not_found(res, name)),

@@ -224,6 +224,16 @@ const SSRR: Schema =
 
 const SSR: Schema = &[(1, "metadata", Field::Msg(OBJECT_META))];
 
+/// `scheduling.k8s.io/v1` PriorityClass, which controller-runtime clients (`hypershift
+/// install`) create in protobuf. `value` is a plain int32 that JSON always carries.
+const PRIORITY_CLASS: Schema = &[
+    (1, "metadata", Field::Msg(OBJECT_META)),
+    (2, "value", Field::OptInt),
+    (3, "globalDefault", Field::Bool),
+    (4, "description", Field::Str),
+    (5, "preemptionPolicy", Field::Str),
+];
+
 fn schema_for(api_version: &str, kind: &str) -> Option<Schema> {
     Some(match (api_version, kind) {
         ("v1", "Secret") => SECRET,
@@ -238,6 +248,7 @@ fn schema_for(api_version: &str, kind: &str) -> Option<Schema> {
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => SSAR,
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => SSRR,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => SSR,
+        ("scheduling.k8s.io/v1", "PriorityClass") => PRIORITY_CLASS,
         _ => return None,
     })
 }
@@ -404,7 +415,7 @@ pub fn decode(body: &[u8]) -> Result<Value, KubeError> {
     }
     let schema = schema_for(&api_version, &kind).ok_or_else(|| {
         KubeError::unsupported_media_type(format!(
-            "the body of the request was in an unknown format - protobuf is accepted for Secret, ConfigMap, Namespace, ServiceAccount, Service, Pod, Deployment, RBAC roles and bindings and the self-subject reviews, not {api_version} {kind}"
+            "the body of the request was in an unknown format - protobuf is accepted for Secret, ConfigMap, Namespace, ServiceAccount, Service, Pod, Deployment, RBAC roles and bindings, PriorityClass and the self-subject reviews, not {api_version} {kind}"
         ))
     })?;
     let mut obj = message(raw, schema)?;

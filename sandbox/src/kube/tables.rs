@@ -242,6 +242,13 @@ pub fn cells(res: &ResourceDef, obj: &Value, now: jiff::Timestamp) -> Vec<Value>
                 json!(selector_text(&spec["selector"])),
             ]
         }
+        ("scheduling.k8s.io", "PriorityClass") => vec![
+            name,
+            json!(int(&obj["value"])),
+            json!(obj["globalDefault"].as_bool().unwrap_or(false)),
+            json!(created),
+            json!(obj["preemptionPolicy"].as_str().unwrap_or_default()),
+        ],
         ("apiextensions.k8s.io", "CustomResourceDefinition")
         | ("rbac.authorization.k8s.io", "ClusterRole" | "Role") => {
             vec![name, md["creationTimestamp"].clone()]
