@@ -1,4 +1,5 @@
-//! Blob service data plane, path-style like Azurite (`/{account}/{container}/{blob}`):
+//! Blob service data plane, path-style like Azurite (`/{account}/{container}/{blob}`), or with
+//! the account in the host name as Azure names it (`{account}.blob.core.windows.net/{container}/{blob}`):
 //! containers, block blobs, anonymous reads of public containers, SAS or bearer for
 //! everything else, XML errors with the real Blob error codes.
 
@@ -128,7 +129,9 @@ fn needs(access: &Access, perm: char) -> Result<(), Reply> {
 }
 
 pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
-    let segs = req.segments.clone();
+    // The account comes from the host when the request named one; a SharedKey signature still
+    // covers `/{account}{path}` (see shared_key), which is the same resource either way.
+    let segs: Vec<String> = req.host_account.iter().cloned().chain(req.segments.iter().cloned()).collect();
     let Some(account) = segs.first().map(|a| a.to_ascii_lowercase()) else {
         return blob_error(
             StatusCode::BAD_REQUEST,
@@ -233,8 +236,9 @@ async fn container_op(
                 return blob_error(StatusCode::NOT_FOUND, "ResourceNotFound", "The specified resource does not exist.");
             }
             let mut xml = format!(
-                "\u{feff}<?xml version=\"1.0\" encoding=\"utf-8\"?><EnumerationResults ServiceEndpoint=\"{}/{}/\" ContainerName=\"{}\"><Blobs>",
-                shared.endpoints.blob, key.0, key.1
+                "\u{feff}<?xml version=\"1.0\" encoding=\"utf-8\"?><EnumerationResults ServiceEndpoint=\"{}\" ContainerName=\"{}\"><Blobs>",
+                shared.endpoints.blob_for(&key.0),
+                key.1
             );
             for (name, b) in &data.blobs {
                 xml.push_str(&format!("<Blob><Name>{name}</Name><Properties><Last-Modified>{}</Last-Modified><Etag>{}</Etag><Content-Length>{}</Content-Length><Content-Type>{}</Content-Type><Content-MD5>{}</Content-MD5><BlobType>BlockBlob</BlobType><LeaseStatus>unlocked</LeaseStatus><LeaseState>available</LeaseState></Properties></Blob>", http_date(b.last_modified), b.etag.trim_matches('"'), b.content.len(), b.content_type, b.content_md5));

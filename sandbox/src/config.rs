@@ -6,6 +6,7 @@ use crate::Clock;
 use crate::faults::FaultModel;
 use crate::kube::KubeApiConfig;
 use crate::latency::LatencyModel;
+use crate::public_names::PublicNames;
 
 /// The tenant the Azure CLI recordings were made in, so replayed bodies match.
 pub const DEFAULT_TENANT_ID: &str = "54826b22-38d6-4fb2-bad9-b7b93a3e9c5a";
@@ -51,6 +52,9 @@ pub struct SandboxConfig {
     /// How long the access tokens Entra issues live (`expires_in`). Clients cache a token by
     /// real time, so a test that moves a simulated clock by more than this gives them longer.
     pub token_lifetime: Duration,
+    /// Serve ARM, Entra, Graph and Blob as Azure's public host names on one loopback listener
+    /// instead of four loopback ports ([`crate::public_names`]); `None` for the loopback ports.
+    pub public_names: Option<PublicNames>,
 }
 
 impl Default for SandboxConfig {
@@ -70,6 +74,7 @@ impl Default for SandboxConfig {
             kube: KubeApiConfig::default(),
             clock: Clock::default(),
             token_lifetime: Duration::from_secs(crate::auth::TOKEN_LIFETIME_SECS),
+            public_names: None,
         }
     }
 }

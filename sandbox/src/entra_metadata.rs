@@ -182,12 +182,19 @@ fn instance_discovery(shared: &Shared, req: &Req, tenant: &str) -> Reply {
     } else {
         format!("{authority}/{endpoint_tenant}/.well-known/openid-configuration")
     };
+    // As Azure's public host names the sandbox is the public cloud's authority, and lists its
+    // aliases (and the other clouds') as Entra does.
+    let metadata = if shared.endpoints.public_port.is_some() {
+        crate::public_names::cloud_aliases()
+    } else {
+        json!([{"preferred_network": host, "preferred_cache": host, "aliases": [host]}])
+    };
     Reply::json(
         StatusCode::OK,
         &json!({
             "tenant_discovery_endpoint": document,
             "api-version": "1.1",
-            "metadata": [{"preferred_network": host, "preferred_cache": host, "aliases": [host]}],
+            "metadata": metadata,
         }),
     )
 }

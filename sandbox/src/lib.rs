@@ -31,6 +31,7 @@ mod graph_shapes;
 mod hypershift;
 pub mod kube;
 mod latency;
+pub mod public_names;
 mod request_log;
 mod sas;
 mod server;
@@ -50,6 +51,7 @@ pub use config::{DEFAULT_SUBSCRIPTION_ID, DEFAULT_TENANT_ID, SandboxConfig};
 pub use faults::{Fault, FaultModel, FaultRule, RuleFault, RuleState};
 pub use federation::{AadstsError, FederatedToken};
 pub use latency::{LatencyModel, Operation};
+pub use public_names::PublicNames;
 pub use request_log::{LoggedRequest, Service};
 /// The sandbox's time is the workspace's one clock: replication windows, token lifetimes,
 /// long-running operations and latencies are measured against it.
@@ -91,7 +93,24 @@ pub(crate) struct Endpoints {
     pub arm: String,
     pub entra: String,
     pub graph: String,
+    /// Path-style Blob (`https://127.0.0.1:PORT`, accounts in the path); unused when the
+    /// accounts are host names.
     pub blob: String,
+    /// The listener's port when the services answer as Azure's public host names.
+    pub public_port: Option<u16>,
+}
+
+impl Endpoints {
+    /// A storage account's Blob endpoint, with a trailing slash: `https://{account}.blob.core.windows.net/`
+    /// as Azure's public names, else path-style `https://127.0.0.1:PORT/{account}/` like Azurite.
+    pub(crate) fn blob_for(&self, account: &str) -> String {
+        match self.public_port {
+            Some(port) => {
+                format!("{}/", public_names::base_url(&format!("{account}{}", public_names::BLOB_HOST_SUFFIX), port))
+            }
+            None => format!("{}/{account}/", self.blob),
+        }
+    }
 }
 
 /// What every request handler can reach.
@@ -107,6 +126,9 @@ pub(crate) struct Shared {
     pub token_key: entra_signing::SigningKey,
     /// Reads federated issuers' OpenID documents; trusts only the sandbox CA.
     pub issuer_client: reqwest::Client,
+    /// Names each storage account's Blob host as it is created, when answering as Azure's
+    /// public host names.
+    pub hosts: public_names::HostsFile,
 }
 
 impl Shared {
@@ -173,6 +195,38 @@ impl Shared {
     }
 }
 
+/// The four services on ephemeral loopback ports, each its own listener.
+async fn bind_loopback_ports() -> Result<(Vec<(server::Listening, TcpListener)>, Endpoints), Error> {
+    let mut listeners = Vec::new();
+    let mut endpoints = Endpoints::default();
+    for service in [Service::Arm, Service::Entra, Service::Graph, Service::Blob] {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let url = format!("https://127.0.0.1:{}", listener.local_addr()?.port());
+        match service {
+            Service::Arm => endpoints.arm = url,
+            Service::Entra => endpoints.entra = url,
+            Service::Graph => endpoints.graph = url,
+            _ => endpoints.blob = url,
+        }
+        listeners.push((server::Listening::Service(service), listener));
+    }
+    Ok((listeners, endpoints))
+}
+
+/// One loopback listener for all four, each request routed by the host name it names.
+async fn bind_public_names(public: &PublicNames) -> Result<(Vec<(server::Listening, TcpListener)>, Endpoints), Error> {
+    let listener = TcpListener::bind(("127.0.0.1", public.port)).await?;
+    let port = listener.local_addr()?.port();
+    let endpoints = Endpoints {
+        arm: public_names::base_url(public_names::ARM_HOST, port),
+        entra: public_names::base_url(public_names::ENTRA_HOST, port),
+        graph: public_names::base_url(public_names::GRAPH_HOST, port),
+        blob: String::new(),
+        public_port: Some(port),
+    };
+    Ok((vec![(server::Listening::ByHost, listener)], endpoints))
+}
+
 /// A running sandbox.
 pub struct Sandbox {
     shared: Arc<Shared>,
@@ -189,26 +243,17 @@ impl Sandbox {
     pub async fn start(mut config: SandboxConfig) -> Result<Sandbox, Error> {
         // One clock for the whole sandbox: the management cluster reads the Azure side's.
         config.kube.clock = config.clock.clone();
+        // The name runbook_steps::SANDBOX_CA_NAME recognises: a run against this instance is journaled as a
+        // sandbox run even under a real user's credential settings.
         let ca = tls::CertificateAuthority::generate("runbook sandbox CA")?;
-        let tls = tls::azure_services(&ca)?;
+        let names = config.public_names.as_ref().map(|_| public_names::certificate_names()).unwrap_or_default();
+        let tls = tls::azure_services(&ca, &names)?;
         let kube = kube::KubeApiServer::start_with_ca(config.kube.clone(), &ca).await?;
         let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config.clone());
-        let services = [Service::Arm, Service::Entra, Service::Graph, Service::Blob];
-        let mut listeners = Vec::new();
-        for service in services {
-            let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-            let port = listener.local_addr()?.port();
-            listeners.push((service, listener, format!("https://127.0.0.1:{port}")));
-        }
-        let url =
-            |s: Service| listeners.iter().find(|(svc, _, _)| *svc == s).map(|(_, _, u)| u.clone()).unwrap_or_default();
-        let endpoints = Endpoints {
-            arm: url(Service::Arm),
-            entra: url(Service::Entra),
-            graph: url(Service::Graph),
-            blob: url(Service::Blob),
+        let (listeners, endpoints) = match &config.public_names {
+            Some(public) => bind_public_names(public).await?,
+            None => bind_loopback_ports().await?,
         };
-
         let mut state = State::default();
         state.clients.insert(
             SANDBOX_CLIENT_ID.to_string(),
@@ -220,7 +265,9 @@ impl Sandbox {
             },
         );
         let token_key = entra_signing::SigningKey::generate(config.clock.timestamp())?;
-        let issuer_client = federation::issuer_client(&tls.ca_pem).map_err(Error::Tls)?;
+        let issuer_client =
+            federation::issuer_client(&tls.ca_pem, config.public_names.is_some()).map_err(Error::Tls)?;
+        let hosts = public_names::HostsFile::new(config.public_names.as_ref().and_then(|p| p.hosts_file.clone()));
         let shared = Arc::new(Shared {
             faults: Mutex::new(FaultInjector::new(config.faults.clone())),
             config,
@@ -230,12 +277,13 @@ impl Sandbox {
             endpoints,
             token_key,
             issuer_client,
+            hosts,
         });
         let (shutdown, shutdown_rx) = watch::channel(false);
         let mut tasks: Vec<JoinHandle<()>> = listeners
             .into_iter()
-            .map(|(service, listener, _)| {
-                tokio::spawn(server::serve(listener, acceptor.clone(), service, shared.clone(), shutdown_rx.clone()))
+            .map(|(listening, listener)| {
+                tokio::spawn(server::serve(listener, acceptor.clone(), listening, shared.clone(), shutdown_rx.clone()))
             })
             .collect();
         // The HyperShift controllers act on the management cluster and start hosted clusters'
@@ -261,10 +309,21 @@ impl Sandbox {
     }
 
     /// A storage account's Blob endpoint, path-style like Azurite:
-    /// `https://127.0.0.1:PORT/{account}/`. Storage accounts report this as
+    /// `https://127.0.0.1:PORT/{account}/`, or `https://{account}.blob.core.windows.net/` when
+    /// answering as Azure's public host names. Storage accounts report this as
     /// `properties.primaryEndpoints.blob`.
     pub fn blob_endpoint(&self, account: &str) -> String {
-        format!("{}/{}/", self.shared.endpoints.blob, account)
+        self.shared.endpoints.blob_for(account)
+    }
+
+    /// Whether the services answer as Azure's public host names ([`public_names`]).
+    pub fn answers_as_public_names(&self) -> bool {
+        self.shared.endpoints.public_port.is_some()
+    }
+
+    /// The port of the one listener serving Azure's public host names, when it does.
+    pub fn public_names_port(&self) -> Option<u16> {
+        self.shared.endpoints.public_port
     }
 
     /// The management cluster's Kubernetes API (its certificate is signed by the same CA).
@@ -296,26 +355,47 @@ impl Sandbox {
         self.hypershift.hosted_kubeconfig(&format!("{namespace}/{name}"))
     }
 
-    /// The Blob service without an account, e.g. `https://127.0.0.1:PORT` (no trailing slash).
+    /// The Blob service without an account, e.g. `https://127.0.0.1:PORT` (no trailing slash);
+    /// empty when the accounts are host names.
     pub fn blob_service_endpoint(&self) -> String {
         self.shared.endpoints.blob.clone()
     }
 
     /// The settings the Azure step kinds read to act on this sandbox: its endpoints, the
     /// `sandbox` credential as its own principal, and `ca_file` (holding [`ca_pem`](Self::ca_pem))
-    /// as the CA to trust.
+    /// as the CA to trust. Answering as Azure's public host names, exactly what a real user
+    /// sets instead: the `client-secret` credential, no endpoints (the public cloud's defaults),
+    /// and the CA in `SSL_CERT_FILE`, as behind a TLS-inspecting proxy.
     pub fn azure_env(&self, ca_file: &std::path::Path) -> Vec<(&'static str, String)> {
-        vec![
-            ("RUNBOOK_ARM_ENDPOINT", self.arm_endpoint()),
-            ("RUNBOOK_AUTHORITY_HOST", self.authority_host()),
-            ("RUNBOOK_GRAPH_ENDPOINT", self.graph_endpoint()),
-            ("RUNBOOK_AZURE_CREDENTIAL", "sandbox".to_string()),
-            ("RUNBOOK_CA_FILE", ca_file.display().to_string()),
+        let principal = [
             ("AZURE_TENANT_ID", self.tenant_id().to_string()),
             ("AZURE_SUBSCRIPTION_ID", self.subscription_id().to_string()),
             ("AZURE_CLIENT_ID", SANDBOX_CLIENT_ID.to_string()),
             ("AZURE_CLIENT_SECRET", SANDBOX_CLIENT_SECRET.to_string()),
-        ]
+        ];
+        let mut env = if let Some(port) = self.public_names_port() {
+            let mut env = vec![
+                ("RUNBOOK_AZURE_CREDENTIAL", "client-secret".to_string()),
+                ("SSL_CERT_FILE", ca_file.display().to_string()),
+            ];
+            // Only a listener off 443 (a test's ephemeral port) needs its port named.
+            if port != 443 {
+                env.push(("RUNBOOK_ARM_ENDPOINT", self.arm_endpoint()));
+                env.push(("RUNBOOK_AUTHORITY_HOST", self.authority_host()));
+                env.push(("RUNBOOK_GRAPH_ENDPOINT", self.graph_endpoint()));
+            }
+            env
+        } else {
+            vec![
+                ("RUNBOOK_ARM_ENDPOINT", self.arm_endpoint()),
+                ("RUNBOOK_AUTHORITY_HOST", self.authority_host()),
+                ("RUNBOOK_GRAPH_ENDPOINT", self.graph_endpoint()),
+                ("RUNBOOK_AZURE_CREDENTIAL", "sandbox".to_string()),
+                ("RUNBOOK_CA_FILE", ca_file.display().to_string()),
+            ]
+        };
+        env.extend(principal);
+        env
     }
 
     /// The PEM of the CA generated at start; clients must trust it explicitly.

@@ -35,6 +35,9 @@ pub struct LoggedRequest {
     pub service: Service,
     pub path: String,
     pub query: String,
+    /// The `Host` the client named (`:authority` in HTTP/2), when the service is told by it:
+    /// Azure's public host names ([`crate::public_names`]).
+    pub host: Option<String>,
     /// HTTP status; 0 when the connection was reset by fault injection.
     pub status: u16,
     /// The Azure error code (Kubernetes: the Status reason) of the response, if it was an error.
@@ -59,6 +62,7 @@ impl LoggedRequest {
             "service": self.service.to_string(),
             "path": self.path,
             "query": self.query,
+            "host": self.host,
             "status": self.status,
             "error_code": self.error_code,
             "client_id": self.client_id,

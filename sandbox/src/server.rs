@@ -17,7 +17,15 @@ use crate::accept::accept_tls;
 use crate::faults::Fault;
 use crate::request_log::{LoggedRequest, Service, redact_query};
 use crate::wire::{Reply, Req, retry_after_headers};
-use crate::{Shared, arm, blob, entra, graph};
+use crate::{Shared, arm, blob, entra, graph, public_names};
+
+/// What one listener serves: a single service on its own port, or all four as Azure's public
+/// host names, told apart by the `Host` each request names.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Listening {
+    Service(Service),
+    ByHost,
+}
 
 /// The path every service answers with 200 for readiness checks. A dot cannot start a
 /// storage account name, so it never collides with a Blob path.
@@ -38,7 +46,7 @@ pub const FAULTS_PATH: &str = "/.sandbox/faults";
 pub(crate) async fn serve(
     listener: TcpListener,
     acceptor: TlsAcceptor,
-    service: Service,
+    listening: Listening,
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) {
@@ -51,7 +59,7 @@ pub(crate) async fn serve(
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let shared = shared.clone();
                 let kill = kill_for_service.clone();
-                async move { Ok::<_, Infallible>(answer(shared, service, req, kill).await) }
+                async move { Ok::<_, Infallible>(answer(shared, listening, req, kill).await) }
             });
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             let conn = builder.serve_connection(TokioIo::new(tls), svc);
@@ -66,7 +74,7 @@ pub(crate) async fn serve(
 
 async fn answer(
     shared: Arc<Shared>,
-    service: Service,
+    listening: Listening,
     req: Request<Incoming>,
     kill: Arc<Notify>,
 ) -> Response<Full<Bytes>> {
@@ -76,7 +84,23 @@ async fn answer(
     let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
     let path = parts.uri.path().to_string();
     let raw_query = parts.uri.query().unwrap_or_default().to_string();
-    let req = Req::new(parts.method.clone(), &path, &raw_query, parts.headers, body);
+    // HTTP/2 names the host in `:authority` (the URI), HTTP/1.1 in `Host`.
+    let host = parts
+        .uri
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .or_else(|| parts.headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).map(str::to_string));
+    let (service, host_account, logged_host) = match listening {
+        Listening::Service(service) => (service, None, None),
+        Listening::ByHost => match host.as_deref().and_then(public_names::route) {
+            Some(route) => (route.service, route.account, host.clone()),
+            // The sandbox's own paths answer on any name (e.g. https://127.0.0.1/.sandbox/requests).
+            None if path.starts_with("/.sandbox/") => (Service::Arm, None, host.clone()),
+            None => return misdirected(host.as_deref()),
+        },
+    };
+    let mut req = Req::new(parts.method.clone(), &path, &raw_query, parts.headers, body);
+    req.host_account = host_account;
     let request_id = uuid::Uuid::new_v4().to_string();
     let correlation_id = req
         .header("x-ms-correlation-request-id")
@@ -123,11 +147,17 @@ async fn answer(
     };
 
     let status = if reply.reset { 0 } else { reply.status.as_u16() };
+    if service == Service::Arm
+        && let Some(account) = public_names::created_storage_account(&parts.method, &path, status)
+    {
+        shared.hosts.add_account(&account);
+    }
     shared.log(LoggedRequest {
         method: parts.method.to_string(),
         service,
         path: path.clone(),
         query: redact_query(&raw_query),
+        host: logged_host,
         status,
         error_code: reply.error_code.clone(),
         client_id,
@@ -142,6 +172,23 @@ async fn answer(
         std::future::pending::<()>().await;
     }
     build_response(service, reply, shared.timestamp(), &request_id, &correlation_id, client_request_id)
+}
+
+/// 421: this listener answers only for Azure's public host names.
+fn misdirected(host: Option<&str>) -> Response<Full<Bytes>> {
+    let text = format!(
+        "the sandbox answers here only as {}, {}, {} and <account>{}; this request named {}\n",
+        public_names::ARM_HOST,
+        public_names::ENTRA_HOST,
+        public_names::GRAPH_HOST,
+        public_names::BLOB_HOST_SUFFIX,
+        host.unwrap_or("no host")
+    );
+    Response::builder()
+        .status(StatusCode::MISDIRECTED_REQUEST)
+        .header("content-type", "text/plain")
+        .body(Full::new(Bytes::from(text)))
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
 }
 
 fn draw_fault(shared: &Shared, service: Service, req: &Req) -> Fault {

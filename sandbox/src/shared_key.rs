@@ -4,7 +4,8 @@
 //! `--auth-mode key` and connection strings send.
 //!
 //! The canonicalized resource is `/{account}{path}`; with the sandbox's path-style endpoint
-//! (`https://127.0.0.1:PORT/{account}/…`, like Azurite) the account name appears twice.
+//! (`https://127.0.0.1:PORT/{account}/…`, like Azurite) the account name appears twice, with
+//! Azure's (`https://{account}.blob.core.windows.net/…`) once.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -140,6 +141,19 @@ mod tests {
         );
         let error = verify(&tampered, header, "oidcissuer", &[KEY.to_string()]).unwrap_err();
         assert!(error.contains("/oidcissuer/oidcissuer/other"), "{error}");
+    }
+
+    // With the account in the host (`oidcissuer.blob.core.windows.net/oidc`), as Azure names it,
+    // the path holds the container alone and the resource names the account once.
+    #[test]
+    fn a_request_to_the_accounts_host_signs_its_path_once() {
+        let req = request(
+            Method::PUT,
+            "/oidc",
+            "restype=container",
+            &[("x-ms-date", "Mon, 23 Nov 2026 03:00:00 GMT"), ("x-ms-version", "2026-04-06")],
+        );
+        assert!(string_to_sign(&req, "oidcissuer").ends_with("\n/oidcissuer/oidc\nrestype:container"));
     }
 
     #[test]

@@ -65,14 +65,27 @@ impl CertificateAuthority {
     /// A rustls server config with a fresh leaf for `127.0.0.1` / `localhost`, offering
     /// the given ALPN protocols.
     pub(crate) fn server_config(&self, alpn: &[&[u8]]) -> Result<Arc<rustls::ServerConfig>, Error> {
+        self.server_config_for(&[], alpn)
+    }
+
+    /// Like [`server_config`](Self::server_config), with `names` (DNS names, wildcards allowed)
+    /// among the leaf's subject alternative names beside the loopback ones.
+    pub(crate) fn server_config_for(
+        &self,
+        names: &[String],
+        alpn: &[&[u8]],
+    ) -> Result<Arc<rustls::ServerConfig>, Error> {
         let server_key = KeyPair::generate().map_err(cert_error)?;
         let mut server_params = CertificateParams::new(Vec::<String>::new()).map_err(cert_error)?;
-        server_params.distinguished_name.push(DnType::CommonName, "127.0.0.1");
+        server_params.distinguished_name.push(DnType::CommonName, names.first().map_or("127.0.0.1", String::as_str));
         server_params.is_ca = IsCa::ExplicitNoCa;
         server_params.subject_alt_names = vec![
             SanType::IpAddress(IpAddr::V4(Ipv4Addr::LOCALHOST)),
             SanType::DnsName("localhost".try_into().map_err(cert_error)?),
         ];
+        for name in names {
+            server_params.subject_alt_names.push(SanType::DnsName(name.clone().try_into().map_err(cert_error)?));
+        }
         server_params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         server_params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
         let server_cert = server_params.signed_by(&server_key, &self.issuer).map_err(cert_error)?;
@@ -92,8 +105,9 @@ impl CertificateAuthority {
     }
 }
 
-/// A server config for the Azure services (HTTP/2 or HTTP/1.1) signed by `ca`.
-pub(crate) fn azure_services(ca: &CertificateAuthority) -> Result<TlsMaterial, Error> {
-    let server_config = ca.server_config(&[b"h2", b"http/1.1"])?;
+/// A server config for the Azure services (HTTP/2 or HTTP/1.1) signed by `ca`, naming `names`
+/// too (Azure's public host names when the sandbox answers as them).
+pub(crate) fn azure_services(ca: &CertificateAuthority, names: &[String]) -> Result<TlsMaterial, Error> {
+    let server_config = ca.server_config_for(names, &[b"h2", b"http/1.1"])?;
     Ok(TlsMaterial { ca_pem: ca.pem().to_string(), server_config })
 }

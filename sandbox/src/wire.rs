@@ -14,6 +14,9 @@ pub(crate) struct Req {
     pub query: Vec<(String, String)>,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// The storage account the `Host` names (`<account>.blob.core.windows.net`), when the sandbox
+    /// answers as Azure's public host names; path-style Blob requests name it in the path.
+    pub host_account: Option<String>,
 }
 
 impl Req {
@@ -25,7 +28,7 @@ impl Req {
             .collect();
         let query =
             form_urlencoded::parse(raw_query.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
-        Req { method, path: path.to_string(), segments, query, headers, body }
+        Req { method, path: path.to_string(), segments, query, headers, body, host_account: None }
     }
 
     /// A query parameter by case-insensitive name.

@@ -66,7 +66,10 @@ impl Blob {
     async fn transport(&self) -> Result<Transport, StepError> {
         self.transport
             .get_or_try_init(|| async {
-                transport::transport(self.var(CA_FILE_VAR).map(std::path::PathBuf::from).as_deref())
+                transport::transport(
+                    self.var(CA_FILE_VAR).map(std::path::PathBuf::from).as_deref(),
+                    self.var(crate::net::SSL_CERT_FILE_VAR).map(std::path::PathBuf::from).as_deref(),
+                )
             })
             .await
             .cloned()

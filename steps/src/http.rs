@@ -94,7 +94,12 @@ impl StepKind for Http {
         ca_files.extend(env_ca.as_deref().map(|p| (p, CA_FILE_VAR)));
         // The connect timeout is real time (a socket's wait, not the run's clock); waits between
         // attempts are the engine's, on its clock.
-        let builder = net::trusting(reqwest::Client::builder().connect_timeout(Duration::from_secs(10)), &ca_files)?;
+        let cert_file = self.env.var(net::SSL_CERT_FILE_VAR).map(PathBuf::from);
+        let builder = net::trusting_roots(
+            reqwest::Client::builder().connect_timeout(Duration::from_secs(10)),
+            cert_file.as_deref(),
+            &ca_files,
+        )?;
         let client =
             builder.build().map_err(|e| StepError::permanent(format!("HTTP client: {}", net::error_chain(&e))))?;
         let method = inputs.method.as_deref().unwrap_or("GET");

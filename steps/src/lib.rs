@@ -35,7 +35,9 @@ pub use azure::whoami::{access_claims, signed_in_principal};
 /// and `run` before anything is written (other preflight errors are only reported).
 pub const PREFLIGHT_DECISIVE_CODES: &[&str] =
     &[azure::preflight::STORAGE_NAME_TAKEN, azure::preflight::STORAGE_NAME_INVALID, gate::PREFLIGHT_GATE_FAILED];
-pub use azure::{AzureSettings, AzureTarget, CredentialChoice, SettingsSource, is_loopback_url};
+pub use azure::{
+    AzureSettings, AzureTarget, CredentialChoice, SANDBOX_CA_NAME, SettingsSource, is_loopback_url, is_sandbox_ca_file,
+};
 pub use blob::{Blob, BlobAction, BlobAuth, BlobInputs, BlobPublicAccess};
 pub use checkpoint::Checkpoint;
 pub use context::{NoTemplates, StepContext, TemplateSource, output_path_problem, template_name_problem};

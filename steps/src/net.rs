@@ -7,21 +7,55 @@ use std::time::Duration;
 use crate::StepError;
 use crate::capture::tail;
 
+/// The variable Go, OpenSSL and rustls-native-certs read for the roots to trust instead of the
+/// system's (e.g. a TLS-inspecting proxy's CA bundle).
+pub const SSL_CERT_FILE_VAR: &str = "SSL_CERT_FILE";
+
 /// `builder` trusting each PEM file in `ca_files` in addition to the system roots. `origin`
 /// says where the path came from (e.g. "RUNBOOK_CA_FILE") so a bad one can be found.
 pub fn trusting(
-    mut builder: reqwest::ClientBuilder,
+    builder: reqwest::ClientBuilder,
     ca_files: &[(&Path, &str)],
 ) -> Result<reqwest::ClientBuilder, StepError> {
-    for (path, origin) in ca_files {
-        let pem = std::fs::read(path).map_err(|e| {
+    trusting_roots(builder, None, ca_files)
+}
+
+/// Like [`trusting`], with `cert_file` (`SSL_CERT_FILE`, a PEM bundle) as the roots instead of
+/// the system's when given, as Go and OpenSSL take it. Read from the kind's settings rather than
+/// left to the TLS library, so a kind configured with a fixed set of settings honours it too.
+pub fn trusting_roots(
+    mut builder: reqwest::ClientBuilder,
+    cert_file: Option<&Path>,
+    ca_files: &[(&Path, &str)],
+) -> Result<reqwest::ClientBuilder, StepError> {
+    let read = |path: &Path, origin: &str| {
+        std::fs::read(path).map_err(|e| {
             StepError::permanent(format!("cannot read the CA file `{}` ({origin}): {e}", path.display()))
                 .with_code("CaFileUnreadable")
-        })?;
-        let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| {
-            StepError::permanent(format!("the CA file `{}` ({origin}) is not a PEM certificate: {e}", path.display()))
-                .with_code("CaFileUnreadable")
-        })?;
+        })
+    };
+    let not_pem = |path: &Path, origin: &str, e: reqwest::Error| {
+        StepError::permanent(format!("the CA file `{}` ({origin}) is not a PEM certificate: {e}", path.display()))
+            .with_code("CaFileUnreadable")
+    };
+    let mut extra = Vec::new();
+    for (path, origin) in ca_files {
+        let cert = reqwest::Certificate::from_pem(&read(path, origin)?).map_err(|e| not_pem(path, origin, e))?;
+        extra.push(cert);
+    }
+    if let Some(path) = cert_file {
+        let bundle = reqwest::Certificate::from_pem_bundle(&read(path, SSL_CERT_FILE_VAR)?)
+            .map_err(|e| not_pem(path, SSL_CERT_FILE_VAR, e))?;
+        if bundle.is_empty() {
+            return Err(StepError::permanent(format!(
+                "the CA file `{}` ({SSL_CERT_FILE_VAR}) holds no certificate",
+                path.display()
+            ))
+            .with_code("CaFileUnreadable"));
+        }
+        return Ok(builder.tls_certs_only(bundle.into_iter().chain(extra)));
+    }
+    for cert in extra {
         builder = builder.add_root_certificate(cert);
     }
     Ok(builder)

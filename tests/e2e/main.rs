@@ -23,6 +23,7 @@ mod kubectl_fresh;
 mod phase1;
 mod phase2;
 mod phase3;
+mod public_names;
 mod rehearsal_safety;
 mod rehearse_all;
 mod rehearse_faults;

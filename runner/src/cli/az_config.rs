@@ -43,28 +43,43 @@ fn config() -> String {
     )
 }
 
+/// az's `config` when the sandbox answers as Azure's public host names: az's own public cloud
+/// (`AzureCloud`, the default) with its instance discovery, as a real user has it; only no
+/// telemetry.
+fn public_names_config() -> String {
+    "[core]\ncollect_telemetry = false\nfirst_run = false\n".to_string()
+}
+
 /// Writes the configuration directory under `dir` and returns the variables that make az
 /// (and curl, for the procedure's issuer check) use it and trust the sandbox CA.
 pub fn write(dir: &Path, sandbox: &Sandbox, ca_file: &Path) -> CliResult<BTreeMap<String, String>> {
     let az_dir: PathBuf = dir.join(DIR);
     std::fs::create_dir_all(&az_dir)
         .map_err(|e| CliError::user(format!("cannot create `{}`: {e}", az_dir.display())))?;
-    for (name, content) in [("clouds.config", clouds_config(sandbox)), ("config", config())] {
+    let files = if sandbox.answers_as_public_names() {
+        vec![("config", public_names_config())]
+    } else {
+        vec![("clouds.config", clouds_config(sandbox)), ("config", config())]
+    };
+    for (name, content) in files {
         let path = az_dir.join(name);
         runbook_files::write(&path, content.as_bytes(), runbook_files::PUBLIC, runbook_files::Existing::Replace)
             .map_err(|e| CliError::user(format!("cannot write `{}`: {e}", path.display())))?;
     }
     let ca = ca_file.display().to_string();
-    Ok([
+    let mut settings: BTreeMap<String, String> = [
         ("AZURE_CONFIG_DIR", az_dir.display().to_string()),
         // requests (az, MSAL) and curl read these; only the sandbox's CA is trusted in this shell.
         ("REQUESTS_CA_BUNDLE", ca.clone()),
         ("CURL_CA_BUNDLE", ca),
-        // The Blob endpoint is path-style: an account's is `$RUNBOOK_SANDBOX_BLOB/<account>`,
-        // for az's `--blob-endpoint` or a connection string's `BlobEndpoint=`.
-        ("RUNBOOK_SANDBOX_BLOB", sandbox.blob_service_endpoint()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
-    .collect())
+    .collect();
+    if !sandbox.answers_as_public_names() {
+        // The Blob endpoint is path-style: an account's is `$RUNBOOK_SANDBOX_BLOB/<account>`,
+        // for az's `--blob-endpoint` or a connection string's `BlobEndpoint=`.
+        settings.insert("RUNBOOK_SANDBOX_BLOB".into(), sandbox.blob_service_endpoint());
+    }
+    Ok(settings)
 }

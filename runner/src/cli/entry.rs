@@ -11,6 +11,17 @@ pub fn main() -> ! {
     crate::standin::dispatch_by_name();
     let cli = Cli::parse();
     let json = cli.global.output == OutputFormat::Json;
+    // Before the runtime's threads exist: they, and every program run, inherit the namespaces.
+    #[cfg(feature = "sandbox")]
+    if cli.wants_private_network()
+        && let Err(error) = cli::namespace::enter()
+    {
+        if json {
+            println!("{}", error.to_json());
+        }
+        eprint!("{}", error.render());
+        std::process::exit(error.exit() as i32);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime starts");
     let exit = match runtime.block_on(cli::dispatch(cli)) {
         Ok(exit) => exit,

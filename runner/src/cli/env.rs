@@ -38,13 +38,15 @@ fn azure_settings(global: &Global) -> SettingsSource {
     }
 }
 
-/// The step kinds, their Azure kinds reading `azure`.
+/// The step kinds, their Azure kinds (and the `http` kind, for the CA they trust) reading `azure`.
 pub(crate) fn registry_for(azure: &SettingsSource) -> Registry {
     let mut registry = crate::registry();
     if let SettingsSource::Fixed(settings) = azure {
         registry.register(Arc::new(runbook_steps::Arm::with_env(settings.clone())));
         registry.register(Arc::new(runbook_steps::Graph::with_env(settings.clone())));
         registry.register(Arc::new(runbook_steps::Blob::with_env(settings.clone())));
+        // The OIDC issuer checks trust what Azure's kinds trust (SSL_CERT_FILE, RUNBOOK_CA_FILE).
+        registry.register(Arc::new(runbook_steps::Http::with_env(settings.clone())));
     }
     registry
 }

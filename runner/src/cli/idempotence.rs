@@ -181,6 +181,7 @@ mod tests {
             service,
             path: path.into(),
             query: String::new(),
+            host: None,
             status: 200,
             error_code: None,
             client_id: principal.map(String::from),

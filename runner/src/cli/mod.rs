@@ -16,10 +16,14 @@ mod idempotence;
 pub(crate) mod import;
 mod inspect;
 #[cfg(feature = "sandbox")]
+pub mod namespace;
+#[cfg(feature = "sandbox")]
 mod rehearse;
 mod run;
 #[cfg(feature = "sandbox")]
 mod sandbox;
+#[cfg(feature = "sandbox")]
+mod sandbox_command;
 mod timeline;
 mod verify;
 
@@ -37,6 +41,21 @@ pub struct Cli {
     pub global: Global,
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// Whether the command serves the sandbox as Azure's public host names, and so must enter
+    /// its private network before anything else starts (see [`namespace`]).
+    #[cfg(feature = "sandbox")]
+    pub fn wants_private_network(&self) -> bool {
+        match &self.command {
+            Command::Rehearse { sandbox, .. } | Command::Sandbox { what: SandboxWhat::Up { sandbox, .. } } => {
+                sandbox.public_names
+            }
+            Command::Bench { what: BenchWhat::Phase { sandbox, .. } } => sandbox.public_names,
+            _ => false,
+        }
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -312,6 +331,11 @@ pub struct SandboxArgs {
     /// A storage account name the sandbox treats as owned by someone else (repeatable)
     #[arg(long, hide = true)]
     pub taken_storage_account: Vec<String>,
+    /// Answer as Azure's public host names (management.azure.com, login.microsoftonline.com,
+    /// graph.microsoft.com, <account>.blob.core.windows.net) on 127.0.0.1:443, inside a network
+    /// namespace of its own that has only loopback; needs user and network namespaces
+    #[arg(long)]
+    pub public_names: bool,
 }
 
 #[cfg(feature = "sandbox")]
@@ -322,6 +346,7 @@ impl SandboxArgs {
             faults: self.faults,
             seed: self.seed,
             taken_storage_accounts: self.taken_storage_account.clone(),
+            public_names: self.public_names,
         }
     }
 }
@@ -335,6 +360,10 @@ pub enum SandboxWhat {
         dir: PathBuf,
         #[command(flatten)]
         sandbox: SandboxArgs,
+        /// With --public-names: run this program inside the sandbox's network (with sandbox.env's
+        /// settings), then stop the sandbox and exit with the program's status
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
     },
 }
 
@@ -450,6 +479,8 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             .await
         }
         #[cfg(feature = "sandbox")]
-        Command::Sandbox { what: SandboxWhat::Up { dir, sandbox } } => sandbox::up(&env, sandbox.options(), dir).await,
+        Command::Sandbox { what: SandboxWhat::Up { dir, sandbox, command } } => {
+            sandbox::up(&env, sandbox.options(), dir, command).await
+        }
     }
 }

@@ -47,7 +47,13 @@ fn phase_vars(phase: u8, rehearsal: &Rehearsal) -> String {
     match phase {
         1 => format!(
             "prefix = \"rehearse\"\noidc_storage_account = \"rehearsaloidc\"\nexternal_dns = {external_dns}\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nca_file = \"{}\"\noidc_tool = \"{}\"\n",
-            rehearsal.ca_file.display(),
+            // As Azure's public host names the sandbox is reached as real Azure is: the CA is
+            // the environment's (SSL_CERT_FILE), not the runbook's.
+            if rehearsal.sandbox.answers_as_public_names() {
+                String::new()
+            } else {
+                rehearsal.ca_file.display().to_string()
+            },
             rehearsal.oidc_tool
         ),
         // The pull secret `phase_files` writes in the directory of the person running the phase.
@@ -109,7 +115,7 @@ impl Rehearsal {
         }
         let (sandbox, ca_file) = start(options, &workdir).await?;
         let mut settings = azure_env(&sandbox, &ca_file);
-        crate::cli::sandbox::seed(&settings, sandbox.ca_pem()).await?;
+        crate::cli::sandbox::seed(&sandbox).await?;
         // The in-process management cluster, for the kube kind and kubectl in exec steps.
         let kubeconfig = crate::cli::sandbox::kubeconfig_path(&workdir);
         settings.insert("KUBECONFIG".into(), kubeconfig.display().to_string());
@@ -249,6 +255,12 @@ fn program_env(
     }
     let path = std::env::var("PATH").unwrap_or_default();
     settings.insert("PATH".into(), format!("{}:{path}", bin.display()));
+    // Go reads SSL_CERT_FILE (already among the settings when the sandbox answers as Azure's
+    // public names); Python's requests (az) and curl read their own variables.
+    if let Some(ca) = settings.get("SSL_CERT_FILE").cloned() {
+        settings.insert("REQUESTS_CA_BUNDLE".into(), ca.clone());
+        settings.insert("CURL_CA_BUNDLE".into(), ca);
+    }
     Ok(settings)
 }
 
@@ -548,8 +560,23 @@ pub async fn rehearse(
     let mut rehearsal = Rehearsal::start(env, &base, journal.as_deref(), &options, None).await?;
     rehearsal.oidc_tool = oidc_tool.to_string();
     rehearsal.external_dns = external_dns;
+    // In a private network (--public-names) only loopback exists: say so, from the kernel's list.
+    let interfaces = options
+        .public_names
+        .then(crate::cli::namespace::interfaces)
+        .transpose()
+        .map_err(|e| CliError::Internal(e.into()))?;
     if !env.json {
         eprintln!("rehearsing against the built-in sandbox in {}", rehearsal.workdir.display());
+        if let Some(interfaces) = &interfaces {
+            eprintln!(
+                "the sandbox answers as Azure's public host names ({}, {}, {}, <account>.blob.core.windows.net) on 127.0.0.1:443, in a network of its own: interfaces {}",
+                runbook_sandbox::public_names::ARM_HOST,
+                runbook_sandbox::public_names::ENTRA_HOST,
+                runbook_sandbox::public_names::GRAPH_HOST,
+                interfaces.join(", ")
+            );
+        }
     }
     let mut runs = Vec::new();
     let mut exit = Exit::Ok;
@@ -639,11 +666,15 @@ pub async fn rehearse(
             r.error_code.as_deref() == Some("ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity")
         })
         .count();
+    // The host names the requests named (answering as Azure's public names; else none).
+    let request_hosts: std::collections::BTreeSet<String> =
+        rehearsal.sandbox.request_log().iter().filter_map(|r| r.host.clone()).collect();
     let journal = rehearsal.env.journal_path.clone();
     if env.json {
         println!(
             "{}",
-            json!({ "runs": runs, "resources": resources, "kube": kube, "write_requests": writes, "second_pass_write_requests": second_pass_writes,
+            json!({ "public_names": options.public_names, "network_interfaces": interfaces, "request_hosts": request_hosts,
+                    "runs": runs, "resources": resources, "kube": kube, "write_requests": writes, "second_pass_write_requests": second_pass_writes,
                     "second_pass": check_idempotent.then(|| second_pass.to_json()),
                     "second_pass_counted": check_idempotent.then(|| counted(&Principals::of_sandbox())),
                     "concurrent_write_conflicts": concurrent_write_conflicts, "summary": summary_lines,

@@ -18,10 +18,22 @@ pub struct SandboxOptions {
     pub faults: bool,
     pub seed: u64,
     pub taken_storage_accounts: Vec<String>,
+    /// Answer as Azure's public host names on 127.0.0.1:443, in this process's private network
+    /// ([`crate::cli::namespace`]), entered before the runtime started.
+    pub public_names: bool,
 }
 
-pub fn config(options: &SandboxOptions) -> SandboxConfig {
+pub fn config(options: &SandboxOptions) -> CliResult<SandboxConfig> {
     let mut config = SandboxConfig::scaled(options.latency_scale);
+    if options.public_names {
+        // Port 443 on the real network would be another program's, and the names would be
+        // Azure's: only in the private network, which the entry made before anything ran.
+        let network = crate::cli::namespace::current().ok_or_else(|| {
+            CliError::Internal(anyhow::anyhow!("--public-names without the sandbox's private network"))
+        })?;
+        config.public_names =
+            Some(runbook_sandbox::PublicNames { port: 443, hosts_file: Some(network.hosts_file.clone()) });
+    }
     // The runner's clock: a rehearsal's sandbox measures its windows and latencies on the time
     // the engine waits on and stamps the journal with (the system's outside tests).
     config.clock = runbook_clock::Clock::process();
@@ -42,7 +54,7 @@ pub fn config(options: &SandboxOptions) -> SandboxConfig {
         // The Kubernetes API draws from its own sequence (a reset there cuts a watch).
         config.kube.faults = FaultModel { seed: options.seed.wrapping_add(1), ..config.faults.clone() };
     }
-    config
+    Ok(config)
 }
 
 /// Where `start` writes the management cluster's kubeconfig (0600: it holds bearer tokens).
@@ -56,7 +68,7 @@ pub fn azure_env(sandbox: &Sandbox, ca_file: &Path) -> BTreeMap<String, String> 
 }
 
 pub async fn start(options: &SandboxOptions, dir: &Path) -> CliResult<(Sandbox, PathBuf)> {
-    let sandbox = Sandbox::start(config(options))
+    let sandbox = Sandbox::start(config(options)?)
         .await
         .map_err(|e| CliError::Internal(anyhow::anyhow!("cannot start the sandbox: {e:?}")))?;
     std::fs::create_dir_all(dir).map_err(|e| CliError::user(format!("cannot create `{}`: {e}", dir.display())))?;
@@ -72,13 +84,28 @@ pub async fn start(options: &SandboxOptions, dir: &Path) -> CliResult<(Sandbox, 
     Ok((sandbox, ca_file))
 }
 
-pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf) -> CliResult {
+pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf, command: Vec<String>) -> CliResult {
+    if !command.is_empty() && !options.public_names {
+        return Err(CliError::user_hint(
+            "a command after `--` runs inside the sandbox's private network, which only --public-names makes",
+            "without --public-names the sandbox is on loopback ports: `source DIR/sandbox.env` in any shell instead",
+        ));
+    }
     // sandbox.env is sourced from anywhere: every path in it is absolute.
     let dir =
         std::path::absolute(&dir).map_err(|e| CliError::user(format!("cannot resolve `{}`: {e}", dir.display())))?;
     let (sandbox, ca_file) = start(&options, &dir).await?;
-    seed(&azure_env(&sandbox, &ca_file), sandbox.ca_pem()).await?;
+    seed(&sandbox).await?;
     let (env_file, settings) = write_env(&dir, &sandbox, &ca_file)?;
+    if !command.is_empty() {
+        let code = crate::cli::sandbox_command::run(&command, &settings, &kubeconfig_path(&dir)).await;
+        sandbox.shutdown().await;
+        return crate::cli::sandbox_command::exit_for(code?);
+    }
+    let enter = match crate::cli::namespace::current() {
+        Some(network) => Some(crate::cli::sandbox_command::write_enter(&dir, network, &env_file)?),
+        None => None,
+    };
     if env.json {
         println!(
             "{}",
@@ -89,8 +116,22 @@ pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf) -> CliResult {
                 "kubeconfig": kubeconfig_path(&dir),
                 "kube_endpoint": sandbox.kube().url(),
                 "azure_config_dir": settings.get("AZURE_CONFIG_DIR"),
+                "public_names": sandbox.answers_as_public_names(),
+                "enter": enter,
             })
         );
+    } else if let Some(enter) = &enter {
+        eprintln!(
+            "sandbox Azure is up as Azure's public host names ({}, {}, {}, <account>.blob.core.windows.net) on 127.0.0.1:443 in a network of its own (loopback only); Kubernetes API {}",
+            sandbox.arm_endpoint(),
+            sandbox.authority_host(),
+            sandbox.graph_endpoint(),
+            sandbox.kube().url()
+        );
+        eprintln!("only programs inside that network reach it; enter it with:  {}", enter.join(" "));
+        eprintln!("then:  source {}   (also written to {})", env_file.display(), dir.join("enter").display());
+        eprintln!("or run one program inside instead:  runbook sandbox up --public-names -- COMMAND ARGS...");
+        eprintln!("Ctrl-C stops it (its state lives in memory).");
     } else {
         eprintln!(
             "sandbox Azure is up on loopback: ARM {}, Graph {}; Kubernetes API {}",
@@ -105,8 +146,19 @@ pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf) -> CliResult {
         eprintln!("Blob endpoints are path-style:  --blob-endpoint \"$RUNBOOK_SANDBOX_BLOB/<account>\"");
         eprintln!("Ctrl-C stops it (its state lives in memory).");
     }
-    sandbox.run_until_ctrl_c().await.map_err(|e| CliError::Internal(e.into()))?;
+    run_until_stopped(sandbox).await.map_err(|e| CliError::Internal(e.into()))?;
     Ok(Exit::Ok)
+}
+
+/// Serves until Ctrl-C or SIGTERM (how a service manager or `kill` stops it), then shuts down.
+async fn run_until_stopped(sandbox: Sandbox) -> std::io::Result<()> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let result = tokio::select! {
+        result = tokio::signal::ctrl_c() => result,
+        _ = terminate.recv() => Ok(()),
+    };
+    sandbox.shutdown().await;
+    result
 }
 
 /// Writes `DIR/sandbox.env`: what points runbook, kubectl (KUBECONFIG) and the Azure CLI at
@@ -132,31 +184,36 @@ fn write_private(path: &Path, bytes: &[u8]) -> CliResult<()> {
 
 /// Seeds what exists before Phase 1 in a real subscription (the parent DNS zone), getting
 /// through the fault model with a few tries.
-pub async fn seed(settings: &BTreeMap<String, String>, ca_pem: &str) -> CliResult<()> {
-    let mut seeded = seed_parent_zone(settings, ca_pem).await;
+pub async fn seed(sandbox: &Sandbox) -> CliResult<()> {
+    let mut seeded = seed_parent_zone(sandbox).await;
     for _ in 0..20 {
         if seeded.is_ok() {
             break;
         }
         // On the run's clock, as the sandbox's faults are: a simulated one skips the pause.
         runbook_clock::Clock::process().sleep(Duration::from_millis(100)).await;
-        seeded = seed_parent_zone(settings, ca_pem).await;
+        seeded = seed_parent_zone(sandbox).await;
     }
     seeded.map_err(|e| CliError::Internal(e.context("seeding the sandbox's parent DNS zone")))
 }
 
 /// What exists before Phase 1 in a real subscription: the parent DNS zone the delegation goes into.
-async fn seed_parent_zone(settings: &BTreeMap<String, String>, ca_pem: &str) -> anyhow::Result<()> {
-    let client =
-        reqwest::Client::builder().add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes())?).build()?;
+async fn seed_parent_zone(sandbox: &Sandbox) -> anyhow::Result<()> {
+    let mut builder =
+        reqwest::Client::builder().tls_certs_only([reqwest::Certificate::from_pem(sandbox.ca_pem().as_bytes())?]);
+    if sandbox.answers_as_public_names() {
+        // Azure's names are the sandbox's only on loopback, whatever any resolver would say.
+        builder = builder.dns_resolver(std::sync::Arc::new(runbook_sandbox::public_names::LoopbackResolver));
+    }
+    let client = builder.build()?;
     let token: Value = client
-        .post(format!("{}{}/oauth2/v2.0/token", settings["RUNBOOK_AUTHORITY_HOST"], settings["AZURE_TENANT_ID"]))
+        .post(format!("{}{}/oauth2/v2.0/token", sandbox.authority_host(), sandbox.tenant_id()))
         .header("Content-Type", "application/x-www-form-urlencoded")
         .body(
             [
                 ("grant_type", "client_credentials"),
-                ("client_id", settings["AZURE_CLIENT_ID"].as_str()),
-                ("client_secret", settings["AZURE_CLIENT_SECRET"].as_str()),
+                ("client_id", runbook_sandbox::SANDBOX_CLIENT_ID),
+                ("client_secret", runbook_sandbox::SANDBOX_CLIENT_SECRET),
                 ("scope", "https://management.azure.com/.default"),
             ]
             .iter()
@@ -170,10 +227,8 @@ async fn seed_parent_zone(settings: &BTreeMap<String, String>, ca_pem: &str) -> 
         .json()
         .await?;
     let bearer = format!("Bearer {}", token["access_token"].as_str().unwrap_or_default());
-    let base = format!(
-        "{}subscriptions/{}/resourceGroups/dns-parent",
-        settings["RUNBOOK_ARM_ENDPOINT"], settings["AZURE_SUBSCRIPTION_ID"]
-    );
+    let base =
+        format!("{}subscriptions/{}/resourceGroups/dns-parent", sandbox.arm_endpoint(), sandbox.subscription_id());
     for (url, body) in [
         (format!("{base}?api-version=2021-04-01"), json!({ "location": "eastus" })),
         (

@@ -7,6 +7,7 @@
 pub mod ccoctl;
 pub mod fence;
 pub mod hypershift;
+mod sandbox_network;
 mod steps;
 
 /// Runs a stand-in when the process was started under a tool's name; returns otherwise.

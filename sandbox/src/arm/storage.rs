@@ -244,7 +244,7 @@ async fn put_account(ctx: &Ctx<'_>, rg: &str, name: &str, key: &str) -> Reply {
             "provisioningState": "ResolvingDns",
             "creationTime": created,
             "primaryEndpoints": {
-                "blob": format!("{}/{name}/", ctx.shared.endpoints.blob),
+                "blob": ctx.shared.endpoints.blob_for(name),
                 "dfs": format!("https://{name}.dfs.sandbox.invalid/"),
                 "web": format!("https://{name}.web.sandbox.invalid/"),
                 "queue": format!("https://{name}.queue.sandbox.invalid/"),

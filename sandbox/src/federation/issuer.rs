@@ -18,27 +18,35 @@ pub(crate) struct IssuerKeys {
     pub keys: Vec<Value>,
 }
 
-/// A client for issuer documents that trusts only the sandbox's CA.
-pub(crate) fn client(ca_pem: &str) -> Result<reqwest::Client, String> {
+/// A client for issuer documents that trusts only the sandbox's CA. Answering as Azure's public
+/// host names (`public_names`), issuers are `https://<account>.blob.core.windows.net/...`: those
+/// names resolve to loopback in this client itself, so no DNS query leaves the machine even
+/// where the system resolver would ask a real server.
+pub(crate) fn client(ca_pem: &str, public_names: bool) -> Result<reqwest::Client, String> {
     let ca = reqwest::Certificate::from_pem(ca_pem.as_bytes()).map_err(|e| e.to_string())?;
-    reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder()
         .tls_certs_only([ca])
         .timeout(Duration::from_secs(10))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| e.to_string())
+        .redirect(reqwest::redirect::Policy::none());
+    if public_names {
+        builder = builder.dns_resolver(std::sync::Arc::new(crate::public_names::LoopbackResolver));
+    }
+    builder.build().map_err(|e| e.to_string())
 }
 
-fn is_loopback_https(url: &reqwest::Url) -> bool {
+/// HTTPS to this machine: a loopback address, or one of the public host names the sandbox
+/// answers as (which its client resolves to loopback; elsewhere nothing is sent).
+fn is_loopback_https(client_public_names: bool, url: &reqwest::Url) -> bool {
     let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']');
-    let loopback =
-        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+        || (client_public_names && crate::public_names::is_public_name(host));
     url.scheme() == "https" && loopback
 }
 
-async fn get_json(client: &reqwest::Client, url: &str) -> Result<Value, AadstsError> {
+async fn get_json(client: &reqwest::Client, public_names: bool, url: &str) -> Result<Value, AadstsError> {
     let url = reqwest::Url::parse(url).map_err(|_| AadstsError::issuer_unreachable())?;
-    if !is_loopback_https(&url) {
+    if !is_loopback_https(public_names, &url) {
         return Err(AadstsError::issuer_unreachable());
     }
     for attempt in 1..=ATTEMPTS {
@@ -60,16 +68,20 @@ async fn get_json(client: &reqwest::Client, url: &str) -> Result<Value, AadstsEr
 }
 
 /// The JWKS of `issuer`, after checking that its discovery document names the same issuer.
-pub(crate) async fn fetch_keys(client: &reqwest::Client, issuer: &str) -> Result<IssuerKeys, AadstsError> {
+pub(crate) async fn fetch_keys(
+    client: &reqwest::Client,
+    public_names: bool,
+    issuer: &str,
+) -> Result<IssuerKeys, AadstsError> {
     let discovery_url = format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'));
-    let discovery = get_json(client, &discovery_url).await?;
+    let discovery = get_json(client, public_names, &discovery_url).await?;
     if discovery["issuer"].as_str() != Some(issuer) {
         return Err(AadstsError::issuer_unreachable());
     }
     let Some(jwks_uri) = discovery["jwks_uri"].as_str() else {
         return Err(AadstsError::issuer_unreachable());
     };
-    let jwks = get_json(client, jwks_uri).await?;
+    let jwks = get_json(client, public_names, jwks_uri).await?;
     let Some(keys) = jwks["keys"].as_array() else {
         return Err(AadstsError::issuer_unreachable());
     };

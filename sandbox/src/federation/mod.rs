@@ -50,7 +50,8 @@ pub(crate) async fn exchange(
         records::match_credential(&state, &shared.config.tenant_id, client_id, &assertion)?
     };
     // The lock is released: the issuer is read over HTTPS, possibly from this very sandbox.
-    let keys = issuer::fetch_keys(&shared.issuer_client, &assertion.iss).await?;
+    let keys =
+        issuer::fetch_keys(&shared.issuer_client, shared.endpoints.public_port.is_some(), &assertion.iss).await?;
     signature::check(&assertion, &keys.keys, &assertion.iss)?;
     shared.sleep(Operation::Token).await;
     let (access_token, expires_in) = crate::entra_claims::issue(

@@ -251,6 +251,7 @@ fn log(
         service: Service::Kube,
         path: req.path.clone(),
         query: raw_query.to_string(),
+        host: None,
         status,
         error_code: reason,
         client_id: (!identity.username.is_empty()).then(|| identity.username.clone()),

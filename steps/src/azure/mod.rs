@@ -27,4 +27,6 @@ pub mod transport;
 pub mod wait_gone;
 pub mod whoami;
 
-pub use settings::{AzureSettings, AzureTarget, CredentialChoice, SettingsSource, is_loopback_url};
+pub use settings::{
+    AzureSettings, AzureTarget, CredentialChoice, SANDBOX_CA_NAME, SettingsSource, is_loopback_url, is_sandbox_ca_file,
+};

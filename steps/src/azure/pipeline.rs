@@ -25,7 +25,7 @@ const CORRELATION_ID: HeaderName = HeaderName::from_static("x-ms-correlation-req
 
 /// A pipeline that signs every request with a token for `scope` from the configured credential.
 pub fn authorized_pipeline(settings: &AzureSettings, scope: &str) -> Result<Pipeline, StepError> {
-    let transport = transport(settings.ca_file.as_deref())?;
+    let transport = transport(settings.ca_file.as_deref(), settings.ssl_cert_file.as_deref())?;
     let credential: Arc<dyn TokenCredential> = credential(settings, &transport)?;
     let bearer: Arc<dyn Policy> = Arc::new(BearerTokenAuthorizationPolicy::new(credential, [scope.to_string()]));
     let options = ClientOptions { transport: Some(transport), retry: RetryOptions::none(), ..Default::default() };

@@ -2,7 +2,7 @@
 //! when a runbook is validated, so `plan` works on a machine that has no Azure at all.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use azure_core::credentials::Secret;
 use azure_core::http::Url;
@@ -76,6 +76,9 @@ pub struct AzureSettings {
     pub credential: CredentialChoice,
     /// An extra CA certificate (PEM) to trust, e.g. the sandbox's. Trusted only when set.
     pub ca_file: Option<PathBuf>,
+    /// `SSL_CERT_FILE`: the roots to trust instead of the system's (a TLS-inspecting proxy's
+    /// bundle; the sandbox's CA when it answers as Azure's public host names).
+    pub ssl_cert_file: Option<PathBuf>,
     pub subscription_id: Option<String>,
     /// Set for `client-secret` and `sandbox`.
     pub service_principal: Option<ServicePrincipal>,
@@ -109,8 +112,18 @@ impl SettingsSource {
     /// Which Azure these settings point at ([`AzureTarget`]); never fails, never connects.
     pub fn target(&self) -> AzureTarget {
         let credential = self.var(CREDENTIAL_VAR).map(|c| c.to_ascii_lowercase()).unwrap_or_else(|| "cli".into());
-        let sandbox_instance =
-            (credential == "sandbox").then(|| self.var(CA_FILE_VAR).map(|p| ca_fingerprint(&p))).flatten();
+        // Under the sandbox credential, the CA it trusts; under any other, a trusted CA that a
+        // sandbox generated (one answering as Azure's public host names, reached with a real
+        // user's settings): either way the instance, never to be confused with real Azure.
+        let sandbox_instance = if credential == "sandbox" {
+            self.var(CA_FILE_VAR).map(|p| ca_fingerprint(&p))
+        } else {
+            [crate::net::SSL_CERT_FILE_VAR, CA_FILE_VAR]
+                .iter()
+                .filter_map(|name| self.var(name))
+                .find(|path| is_sandbox_ca_file(Path::new(path)))
+                .map(|p| ca_fingerprint(&p))
+        };
         AzureTarget {
             arm_endpoint: self.var(ARM_ENDPOINT_VAR).unwrap_or_else(|| DEFAULT_ARM_ENDPOINT.into()),
             authority_host: self
@@ -158,8 +171,10 @@ pub struct AzureTarget {
 }
 
 impl AzureTarget {
+    /// Whether this is the built-in sandbox: its own credential, or a sandbox's CA trusted
+    /// (the sandbox answering as Azure's public host names).
     pub fn is_sandbox(&self) -> bool {
-        self.credential == "sandbox"
+        self.credential == "sandbox" || self.sandbox_instance.is_some()
     }
 
     /// Whether work done against `other` stands for this Azure: the same sandbox instance, or
@@ -183,8 +198,11 @@ impl AzureTarget {
     /// How it is named to a person: the credential and where ARM is, with the tenant and
     /// subscription when known.
     pub fn describe(&self) -> String {
-        if self.is_sandbox() {
+        if self.credential == "sandbox" {
             return format!("the built-in sandbox at {}", self.arm_endpoint);
+        }
+        if self.is_sandbox() {
+            return format!("the built-in sandbox answering as {}", self.arm_endpoint);
         }
         let mut scope = Vec::new();
         if let Some(tenant) = &self.tenant {
@@ -196,6 +214,22 @@ impl AzureTarget {
         let scope = if scope.is_empty() { String::new() } else { format!(" ({})", scope.join(", ")) };
         format!("{}{scope} with the `{}` credential", self.arm_endpoint, self.credential)
     }
+}
+
+/// The subject common name of every CA the built-in sandbox generates.
+pub const SANDBOX_CA_NAME: &str = "runbook sandbox CA";
+
+/// Whether the PEM file at `path` holds a CA the built-in sandbox generated: its DER carries
+/// [`SANDBOX_CA_NAME`] (the subject). Unreadable or not PEM: no.
+pub fn is_sandbox_ca_file(path: &Path) -> bool {
+    use base64::Engine;
+    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    text.split("-----BEGIN CERTIFICATE-----").skip(1).filter_map(|rest| rest.split("-----END").next()).any(|body| {
+        let b64: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .is_ok_and(|der| der.windows(SANDBOX_CA_NAME.len()).any(|w| w == SANDBOX_CA_NAME.as_bytes()))
+    })
 }
 
 /// `sha256:<hex>` of a CA file's bytes, or why it could not be read.
@@ -261,6 +295,7 @@ impl AzureSettings {
             graph_scope: var(GRAPH_SCOPE_VAR).unwrap_or_else(|| DEFAULT_GRAPH_SCOPE.to_string()),
             credential,
             ca_file: var(CA_FILE_VAR).map(PathBuf::from),
+            ssl_cert_file: var(crate::net::SSL_CERT_FILE_VAR).map(PathBuf::from),
             subscription_id,
             service_principal,
             tenant_id: var("AZURE_TENANT_ID"),

@@ -15,7 +15,7 @@ use crate::StepError;
 /// `{object_id, client_id, user, display_name}`; a field the token or Graph does not give is null.
 /// Graph's answer is optional (a principal may not read the directory): only signing in must work.
 pub async fn signed_in_principal(settings: &AzureSettings) -> Result<Value, StepError> {
-    let transport = transport(settings.ca_file.as_deref())?;
+    let transport = transport(settings.ca_file.as_deref(), settings.ssl_cert_file.as_deref())?;
     let token =
         credential(settings, &transport)?.get_token(&[settings.arm_scope.as_str()], None).await.map_err(|e| {
             StepError::permanent(format!("cannot sign in to Azure: {e}")).with_code("CredentialUnavailable")
@@ -46,7 +46,7 @@ pub async fn signed_in_principal(settings: &AzureSettings) -> Result<Value, Step
 /// The claims of an access token for `scope` (e.g. Graph's `roles`, `scp` and `wids`: what the
 /// principal may do there), read as `signed_in_principal` reads them.
 pub async fn access_claims(settings: &AzureSettings, scope: &str) -> Result<Value, StepError> {
-    let transport = transport(settings.ca_file.as_deref())?;
+    let transport = transport(settings.ca_file.as_deref(), settings.ssl_cert_file.as_deref())?;
     let token = credential(settings, &transport)?.get_token(&[scope], None).await.map_err(|e| {
         StepError::permanent(format!("cannot get an access token for {scope}: {e}")).with_code("CredentialUnavailable")
     })?;

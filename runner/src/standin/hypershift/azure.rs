@@ -34,6 +34,7 @@ const PASSED_ON: &[&str] = &[
     "RUNBOOK_AUTHORITY_HOST",
     "RUNBOOK_GRAPH_ENDPOINT",
     "RUNBOOK_CA_FILE",
+    "SSL_CERT_FILE",
     "RUNBOOK_ARM_SCOPE",
     "RUNBOOK_GRAPH_SCOPE",
 ];
@@ -52,7 +53,13 @@ impl Azure {
         let absolute = std::path::absolute(credentials_file).map_err(|e| e.to_string())?;
         let mut env: BTreeMap<String, String> =
             PASSED_ON.iter().filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?))).collect();
-        env.insert("RUNBOOK_AZURE_CREDENTIAL".into(), "sandbox".into());
+        // The sandbox credential on loopback endpoints; a client secret when the sandbox answers
+        // as Azure's public names (the fence let this stand-in act only inside its network).
+        let credential = match std::env::var("RUNBOOK_AZURE_CREDENTIAL").ok().as_deref() {
+            Some("sandbox") => "sandbox",
+            _ => "client-secret",
+        };
+        env.insert("RUNBOOK_AZURE_CREDENTIAL".into(), credential.into());
         env.insert("RUNBOOK_AZURE_CREDENTIALS_FILE".into(), absolute.display().to_string());
         env.insert("AZURE_SUBSCRIPTION_ID".into(), credentials.subscription_id.clone());
         let dir = std::env::current_dir().map_err(|e| e.to_string())?;
