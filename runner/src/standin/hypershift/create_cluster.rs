@@ -4,9 +4,8 @@
 //! identities' roles when asked), then write the objects: every one by server-side apply with
 //! field manager `hypershift-cli` except the HostedCluster, which is POSTed.
 //!
-//! Not modelled: the private DNS zone, its VNet link, the egress public IP and load balancer
-//! that `create infra azure` adds (the sandbox's ARM has no such resource types); a line on
-//! stdout says so.
+//! The private DNS zone, its VNet link, the egress public IP and load balancer come last, as in
+//! the real `create infra azure` ([`dns_and_lb`]).
 
 use serde_json::{Value, json};
 
@@ -15,7 +14,7 @@ use super::cluster_api::ManagementCluster;
 use super::flags::Parsed;
 use super::objects::{self, HYPERSHIFT_API, NodePoolSpec};
 use super::roles::{self, Scopes};
-use super::{go_io_error, refuse_unmodelled, sshkey, validate};
+use super::{dns_and_lb, go_io_error, refuse_unmodelled, sshkey, validate};
 
 const FIELD_MANAGER: &str = "hypershift-cli";
 const RG_API: &str = "2021-04-01";
@@ -99,6 +98,7 @@ fn resource_group_of(id: &str, what: &str) -> Result<String, String> {
 struct Infra {
     resource_group: String,
     public_zone_id: String,
+    private_zone_id: String,
     security_group_id: String,
     vnet_id: String,
     subnet_id: String,
@@ -227,11 +227,18 @@ async fn create_infra(azure: &Azure, flags: &Parsed, name: &str, infra_id: &str)
         let components = roles::components(&identities, &flags.list("disable-cluster-capabilities"));
         roles::assign(azure, infra_id, &groups, &components).await?;
     }
-    println!(
-        "note: the private DNS zone {name}.{}, its VNet link, the egress public IP and load balancer are not modelled by this stand-in",
-        flags.str_or("base-domain", "")
-    );
-    Ok(Infra { resource_group, public_zone_id, security_group_id, vnet_id, subnet_id, identities })
+    let base_domain = flags.str_or("base-domain", "");
+    let private_zone =
+        dns_and_lb::create(azure, &resource_group, name, base_domain, infra_id, location, &vnet_id).await?;
+    Ok(Infra {
+        resource_group,
+        public_zone_id,
+        private_zone_id: private_zone.id,
+        security_group_id,
+        vnet_id,
+        subnet_id,
+        identities,
+    })
 }
 
 /// `WorkloadIdentities` as the HostedCluster carries it: the seven required, the CPO if set.
@@ -347,7 +354,11 @@ pub async fn run(flags: &Parsed) -> Result<(), String> {
         "infraID": infra_id,
         "pullSecret": { "name": format!("{name}-pull-secret") },
         "fips": flags.bool("fips"),
-        "dns": { "baseDomain": flags.str_or("base-domain", ""), "publicZoneID": infra.public_zone_id },
+        "dns": {
+            "baseDomain": flags.str_or("base-domain", ""),
+            "publicZoneID": infra.public_zone_id,
+            "privateZoneID": infra.private_zone_id,
+        },
         "controllerAvailabilityPolicy": flags.str_or("control-plane-availability-policy", "SingleReplica"),
         "configuration": {},
         "capabilities": {},

@@ -12,6 +12,7 @@ mod crds;
 mod create_cluster;
 mod create_nodepool;
 mod destroy_cluster;
+mod dns_and_lb;
 pub mod flags;
 mod install;
 mod kubeconfig;
