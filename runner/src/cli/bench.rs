@@ -297,7 +297,7 @@ pub async fn phase(env: &Env, number: u8, dir: PathBuf, options: crate::cli::san
     let mut figures = Vec::new();
     let mut available = serde_json::Value::Null;
     for parallelism in [None, Some(1)] {
-        let rehearsal = Rehearsal::start(&quiet, &dir, None, &options, parallelism).await?;
+        let rehearsal = Rehearsal::start(&quiet, &dir, None, &options, &Default::default(), parallelism).await?;
         let mut outcome = (Exit::Ok, serde_json::Value::Null, serde_json::Value::Null);
         for &(phase, runbook) in &runbooks {
             let (exit, summary, finished) = rehearsal.run_phase(phase, runbook).await?;

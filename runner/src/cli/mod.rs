@@ -49,9 +49,8 @@ impl Cli {
     #[cfg(feature = "sandbox")]
     pub fn wants_private_network(&self) -> bool {
         match &self.command {
-            Command::Rehearse { sandbox, .. } | Command::Sandbox { what: SandboxWhat::Up { sandbox, .. } } => {
-                sandbox.public_names
-            }
+            Command::Rehearse { sandbox, programs, .. } => sandbox.public_names || programs.any_real(),
+            Command::Sandbox { what: SandboxWhat::Up { sandbox, .. } } => sandbox.public_names,
             Command::Bench { what: BenchWhat::Phase { sandbox, .. } } => sandbox.public_names,
             _ => false,
         }
@@ -302,6 +301,8 @@ pub enum Command {
         #[arg(long)]
         serve: bool,
         #[command(flatten)]
+        programs: ProgramArgs,
+        #[command(flatten)]
         sandbox: SandboxArgs,
     },
     #[cfg(feature = "sandbox")]
@@ -348,6 +349,30 @@ impl SandboxArgs {
             taken_storage_accounts: self.taken_storage_account.clone(),
             public_names: self.public_names,
         }
+    }
+}
+
+/// Which `hypershift` and `ccoctl` a rehearsal's runbooks run.
+#[cfg(feature = "sandbox")]
+#[derive(Args, Debug, Clone)]
+pub struct ProgramArgs {
+    /// Run this `hypershift` (the real CLI) instead of the built-in stand-in; implies
+    /// --public-names, since the real CLI reaches Azure's public host names only
+    #[arg(long, value_name = "PATH")]
+    pub hypershift: Option<PathBuf>,
+    /// Run this `ccoctl` (the real tool) instead of the built-in stand-in; implies --public-names
+    #[arg(long, value_name = "PATH")]
+    pub ccoctl: Option<PathBuf>,
+}
+
+#[cfg(feature = "sandbox")]
+impl ProgramArgs {
+    fn any_real(&self) -> bool {
+        self.hypershift.is_some() || self.ccoctl.is_some()
+    }
+
+    fn programs(&self) -> CliResult<rehearse::Programs> {
+        rehearse::Programs::new(self.hypershift.as_deref(), self.ccoctl.as_deref())
     }
 }
 
@@ -464,13 +489,17 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             bench::phase(&env, phase, dir, sandbox.options()).await
         }
         #[cfg(feature = "sandbox")]
-        Command::Rehearse { phase, dir, check_idempotent, oidc_tool, no_external_dns, serve, sandbox } => {
+        Command::Rehearse { phase, dir, check_idempotent, oidc_tool, no_external_dns, serve, programs, sandbox } => {
+            let mut options = sandbox.options();
+            // The real tools reach Azure's public host names only: they imply --public-names.
+            options.public_names |= programs.any_real();
             rehearse::rehearse(
                 &env,
                 phase,
                 dir,
                 cli.global.journal.first().cloned(),
-                sandbox.options(),
+                options,
+                programs.programs()?,
                 check_idempotent,
                 &oidc_tool,
                 !no_external_dns,

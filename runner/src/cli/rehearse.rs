@@ -99,6 +99,7 @@ impl Rehearsal {
         base: &Path,
         journal: Option<&Path>,
         options: &SandboxOptions,
+        programs: &Programs,
         parallelism: Option<usize>,
     ) -> CliResult<Rehearsal> {
         let workdir =
@@ -122,7 +123,7 @@ impl Rehearsal {
         let azure = SettingsSource::Fixed(settings.clone());
         let mut registry = registry_for(&azure);
         registry.register(Arc::new(runbook_steps::Kube::with_env(settings.clone())));
-        registry.register(Arc::new(runbook_steps::Exec::with_env(program_env(&workdir, settings)?)));
+        registry.register(Arc::new(runbook_steps::Exec::with_env(program_env(&workdir, programs, settings)?)));
         let env =
             Env { journal_path, json: env.json, mode: env.mode, verbose: env.verbose, registry, azure, parallelism };
         Ok(Rehearsal { sandbox, workdir, ca_file, env, oidc_tool: "native".into(), external_dns: true })
@@ -241,17 +242,69 @@ async fn run_again(
     Ok(exit)
 }
 
+/// The `hypershift` and `ccoctl` a rehearsal's runbooks run: the real programs when given
+/// (`--hypershift`, `--ccoctl`), else the stand-ins built into this binary.
+#[derive(Debug, Clone, Default)]
+pub struct Programs {
+    hypershift: Option<PathBuf>,
+    ccoctl: Option<PathBuf>,
+}
+
+impl Programs {
+    /// Each given path must be an executable file; it is kept absolute, since the runbooks run
+    /// programs in their own working directories.
+    pub fn new(hypershift: Option<&Path>, ccoctl: Option<&Path>) -> CliResult<Programs> {
+        let check = |flag: &str, path: Option<&Path>| -> CliResult<Option<PathBuf>> {
+            let Some(path) = path else { return Ok(None) };
+            let executable = std::fs::metadata(path)
+                .map(|m| m.is_file() && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0)
+                .unwrap_or(false);
+            if !executable {
+                return Err(CliError::user_hint(
+                    format!("{flag} `{}` is not an executable file", path.display()),
+                    "give the path of the real program, e.g. where `bash tools/real-clis/unpack.sh DIR` put it",
+                ));
+            }
+            Ok(Some(std::path::absolute(path).map_err(|e| CliError::Internal(e.into()))?))
+        };
+        Ok(Programs { hypershift: check("--hypershift", hypershift)?, ccoctl: check("--ccoctl", ccoctl)? })
+    }
+
+    /// The real program for `tool`, if one was given.
+    fn real(&self, tool: &str) -> Option<&Path> {
+        match tool {
+            "hypershift" => self.hypershift.as_deref(),
+            "ccoctl" => self.ccoctl.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// What each tool is, for the rehearsal's first lines: `hypershift: /path (real)`.
+    pub fn describe(&self) -> Vec<String> {
+        ["hypershift", "ccoctl"]
+            .iter()
+            .map(|tool| match self.real(tool) {
+                Some(path) => format!("{tool}: {}", path.display()),
+                None => format!("{tool}: the built-in stand-in"),
+            })
+            .collect()
+    }
+}
+
 /// What programs run by exec steps see in a rehearsal: the sandbox's settings, and a PATH that
-/// starts with the stand-ins (`ccoctl` and `hypershift` are this very binary under other names).
+/// starts with `ccoctl` and `hypershift`: the real programs when given, else the stand-ins
+/// (this very binary under other names).
 fn program_env(
     workdir: &Path,
+    programs: &Programs,
     mut settings: std::collections::BTreeMap<String, String>,
 ) -> CliResult<std::collections::BTreeMap<String, String>> {
     let bin = workdir.join("bin");
     std::fs::create_dir_all(&bin).map_err(|e| CliError::Internal(e.into()))?;
     let me = std::env::current_exe().map_err(|e| CliError::Internal(e.into()))?;
     for tool in ["ccoctl", "hypershift"] {
-        std::os::unix::fs::symlink(&me, bin.join(tool)).map_err(|e| CliError::Internal(e.into()))?;
+        let target = programs.real(tool).unwrap_or(&me);
+        std::os::unix::fs::symlink(target, bin.join(tool)).map_err(|e| CliError::Internal(e.into()))?;
     }
     let path = std::env::var("PATH").unwrap_or_default();
     settings.insert("PATH".into(), format!("{}:{path}", bin.display()));
@@ -551,13 +604,14 @@ pub async fn rehearse(
     base: PathBuf,
     journal: Option<PathBuf>,
     options: SandboxOptions,
+    programs: Programs,
     check_idempotent: bool,
     oidc_tool: &str,
     external_dns: bool,
     serve_after: bool,
 ) -> CliResult {
     let (phases, missing) = phases(phase)?;
-    let mut rehearsal = Rehearsal::start(env, &base, journal.as_deref(), &options, None).await?;
+    let mut rehearsal = Rehearsal::start(env, &base, journal.as_deref(), &options, &programs, None).await?;
     rehearsal.oidc_tool = oidc_tool.to_string();
     rehearsal.external_dns = external_dns;
     // In a private network (--public-names) only loopback exists: say so, from the kernel's list.
@@ -568,6 +622,7 @@ pub async fn rehearse(
         .map_err(|e| CliError::Internal(e.into()))?;
     if !env.json {
         eprintln!("rehearsing against the built-in sandbox in {}", rehearsal.workdir.display());
+        eprintln!("programs: {}", programs.describe().join("; "));
         if let Some(interfaces) = &interfaces {
             eprintln!(
                 "the sandbox answers as Azure's public host names ({}, {}, {}, <account>.blob.core.windows.net) on 127.0.0.1:443, in a network of its own: interfaces {}",
@@ -673,7 +728,7 @@ pub async fn rehearse(
     if env.json {
         println!(
             "{}",
-            json!({ "public_names": options.public_names, "network_interfaces": interfaces, "request_hosts": request_hosts,
+            json!({ "public_names": options.public_names, "programs": programs.describe(), "network_interfaces": interfaces, "request_hosts": request_hosts,
                     "runs": runs, "resources": resources, "kube": kube, "write_requests": writes, "second_pass_write_requests": second_pass_writes,
                     "second_pass": check_idempotent.then(|| second_pass.to_json()),
                     "second_pass_counted": check_idempotent.then(|| counted(&Principals::of_sandbox())),
