@@ -104,8 +104,9 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, rg: &str, tail: &[&str]) -> Reply {
     }
 }
 
-/// `If-Match` / `If-None-Match: *` as DNS honours them; `Some(reply)` means fail.
-fn precondition(ctx: &Ctx<'_>, current: Option<&str>, what: &str) -> Option<Reply> {
+/// `If-Match` / `If-None-Match: *` as DNS (public and private) honours them; `Some(reply)`
+/// means fail.
+pub(crate) fn precondition(ctx: &Ctx<'_>, current: Option<&str>, what: &str) -> Option<Reply> {
     if let Some(want) = ctx.req.header("if-none-match")
         && want.trim() == "*"
         && current.is_some()

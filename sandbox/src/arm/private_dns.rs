@@ -133,26 +133,12 @@ pub(crate) fn accepted(
     .with_header("location", ctx.url(&format!("{base}/privateDnsOperationResults/{op}")))
 }
 
-/// `If-None-Match: *` (the Azure CLI's create) and `If-Match` as Private DNS honours them.
+/// `If-None-Match: *` (the Azure CLI's create) and `If-Match`, as public DNS honours them.
 pub(crate) fn precondition(ctx: &Ctx<'_>, current: Option<&str>, what: &str) -> Result<(), Reply> {
-    if ctx.req.header("if-none-match").is_some_and(|v| v.trim() == "*") && current.is_some() {
-        return Err(unwrapped_error(
-            StatusCode::PRECONDITION_FAILED,
-            "PreconditionFailed",
-            &format!("The {what} exists already and hence cannot be created again."),
-        ));
+    match super::dns::precondition(ctx, current, what) {
+        Some(refusal) => Err(refusal),
+        None => Ok(()),
     }
-    if let Some(want) = ctx.req.header("if-match")
-        && want.trim() != "*"
-        && Some(want.trim().trim_matches('"')) != current
-    {
-        return Err(unwrapped_error(
-            StatusCode::PRECONDITION_FAILED,
-            "PreconditionFailed",
-            &format!("The {what} has been modified (etag mismatch)."),
-        ));
-    }
-    Ok(())
 }
 
 async fn zone_op(ctx: &Ctx<'_>, rg: &str, zone: &str) -> Reply {
