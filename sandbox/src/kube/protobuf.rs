@@ -234,6 +234,16 @@ const PRIORITY_CLASS: Schema = &[
     (5, "preemptionPolicy", Field::Str),
 ];
 
+/// `meta/v1` DeleteOptions, the body controller-runtime clients send with a delete or a
+/// delete-collection (`hypershift destroy` removes the cluster's secrets by label that way).
+const DELETE_OPTIONS: Schema = &[
+    (1, "gracePeriodSeconds", Field::OptInt),
+    (2, "preconditions", Field::Msg(&[(1, "uid", Field::Str), (2, "resourceVersion", Field::Str)])),
+    (3, "orphanDependents", Field::OptBool),
+    (4, "propagationPolicy", Field::Str),
+    (5, "dryRun", Field::RepeatedStr),
+];
+
 fn schema_for(api_version: &str, kind: &str) -> Option<Schema> {
     Some(match (api_version, kind) {
         ("v1", "Secret") => SECRET,
@@ -249,6 +259,7 @@ fn schema_for(api_version: &str, kind: &str) -> Option<Schema> {
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => SSRR,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => SSR,
         ("scheduling.k8s.io/v1", "PriorityClass") => PRIORITY_CLASS,
+        ("v1" | "meta.k8s.io/v1", "DeleteOptions") => DELETE_OPTIONS,
         _ => return None,
     })
 }
@@ -415,7 +426,7 @@ pub fn decode(body: &[u8]) -> Result<Value, KubeError> {
     }
     let schema = schema_for(&api_version, &kind).ok_or_else(|| {
         KubeError::unsupported_media_type(format!(
-            "the body of the request was in an unknown format - protobuf is accepted for Secret, ConfigMap, Namespace, ServiceAccount, Service, Pod, Deployment, RBAC roles and bindings, PriorityClass and the self-subject reviews, not {api_version} {kind}"
+            "the body of the request was in an unknown format - protobuf is accepted for Secret, ConfigMap, Namespace, ServiceAccount, Service, Pod, Deployment, RBAC roles and bindings, PriorityClass, the self-subject reviews and DeleteOptions, not {api_version} {kind}"
         ))
     })?;
     let mut obj = message(raw, schema)?;
@@ -446,5 +457,16 @@ mod tests {
             v,
             json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "azure-config-file", "namespace": "default"}, "data": {"f.json": "e30="}})
         );
+    }
+
+    #[test]
+    fn decodes_delete_options_as_controller_runtime_sends_them() {
+        let options = [field(4, b"Background"), field(5, b"All")].concat();
+        let type_meta = [field(1, b"v1"), field(2, b"DeleteOptions")].concat();
+        let body = [MAGIC.to_vec(), field(1, &type_meta), field(2, &options)].concat();
+        let v = decode(&body).unwrap();
+        assert_eq!(v["propagationPolicy"], "Background");
+        assert_eq!(v["dryRun"], json!(["All"]));
+        assert_eq!(v["kind"], "DeleteOptions");
     }
 }
