@@ -45,6 +45,9 @@ pub struct LoggedRequest {
     /// The client id of the bearer token (Kubernetes: the username), when one was presented and valid.
     pub client_id: Option<String>,
     pub request_id: String,
+    /// The client's `User-Agent`: which program made the request (the Azure SDK for Go and
+    /// client-go name themselves and the program), so a rehearsal can show whose requests these were.
+    pub user_agent: Option<String>,
     pub timestamp: jiff::Timestamp,
     pub duration: Duration,
 }
@@ -67,6 +70,7 @@ impl LoggedRequest {
             "error_code": self.error_code,
             "client_id": self.client_id,
             "request_id": self.request_id,
+            "user_agent": self.user_agent,
             "timestamp": self.timestamp.to_string(),
             "duration_ms": self.duration.as_secs_f64() * 1000.0,
         })

@@ -108,6 +108,7 @@ async fn answer(
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let client_request_id = req.header("x-ms-client-request-id").map(str::to_string);
     let client_id = shared.caller_client_id(&req);
+    let user_agent = req.header("user-agent").map(str::to_string);
 
     let reply = if path == READY_PATH && req.method == http::Method::GET {
         Reply::json(StatusCode::OK, &serde_json::json!({"status": "ready", "service": service.to_string()}))
@@ -162,6 +163,7 @@ async fn answer(
         error_code: reply.error_code.clone(),
         client_id,
         request_id: request_id.clone(),
+        user_agent,
         timestamp,
         duration: shared.clock().since(started),
     });

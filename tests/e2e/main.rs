@@ -24,6 +24,7 @@ mod phase1;
 mod phase2;
 mod phase3;
 mod public_names;
+mod rehearsal_checks;
 mod rehearsal_safety;
 mod rehearse_all;
 mod rehearse_faults;

@@ -4,7 +4,7 @@
 //! `management.azure.com`, `login.microsoftonline.com` and `<account>.blob.core.windows.net`.
 //! `sandbox up --public-names -- COMMAND` runs a program inside that network.
 
-use crate::rehearse_all::{assert_every_runbook_succeeded, assert_nothing_left};
+use crate::rehearsal_checks::{assert_every_runbook_succeeded, assert_nothing_left};
 use crate::support::TestEnv;
 
 #[test]

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::rehearse_all::{assert_day2_vms, assert_every_runbook_succeeded, assert_nothing_left};
+use crate::rehearsal_checks::{assert_day2_vms, assert_every_runbook_succeeded, assert_nothing_left};
 use crate::rehearse_no_external_dns::assert_no_external_dns_ever;
 use crate::support::TestEnv;
 

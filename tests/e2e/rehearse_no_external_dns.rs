@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::rehearse_all::{
+use crate::rehearsal_checks::{
     assert_day2_vms, assert_every_runbook_succeeded, assert_nothing_left, ids, objects, run_of, seeded,
 };
 use crate::support::TestEnv;

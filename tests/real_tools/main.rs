@@ -8,3 +8,7 @@ mod support;
 
 mod hypershift_install;
 mod real_binary;
+mod rehearsals;
+
+#[path = "../e2e/rehearsal_checks.rs"]
+mod rehearsal_checks;

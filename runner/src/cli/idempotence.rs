@@ -186,6 +186,7 @@ mod tests {
             error_code: None,
             client_id: principal.map(String::from),
             request_id: id.into(),
+            user_agent: None,
             timestamp: jiff::Timestamp::UNIX_EPOCH,
             duration: std::time::Duration::ZERO,
         }

@@ -724,11 +724,19 @@ pub async fn rehearse(
     // The host names the requests named (answering as Azure's public names; else none).
     let request_hosts: std::collections::BTreeSet<String> =
         rehearsal.sandbox.request_log().iter().filter_map(|r| r.host.clone()).collect();
+    // Which programs made the requests, by the first word of their User-Agent (the Azure SDK
+    // for Go, client-go and the product's own clients each name themselves).
+    let request_programs: std::collections::BTreeSet<String> = rehearsal
+        .sandbox
+        .request_log()
+        .iter()
+        .filter_map(|r| r.user_agent.as_deref()?.split_whitespace().next().map(str::to_string))
+        .collect();
     let journal = rehearsal.env.journal_path.clone();
     if env.json {
         println!(
             "{}",
-            json!({ "public_names": options.public_names, "programs": programs.describe(), "network_interfaces": interfaces, "request_hosts": request_hosts,
+            json!({ "public_names": options.public_names, "programs": programs.describe(), "network_interfaces": interfaces, "request_hosts": request_hosts, "request_programs": request_programs,
                     "runs": runs, "resources": resources, "kube": kube, "write_requests": writes, "second_pass_write_requests": second_pass_writes,
                     "second_pass": check_idempotent.then(|| second_pass.to_json()),
                     "second_pass_counted": check_idempotent.then(|| counted(&Principals::of_sandbox())),

@@ -51,8 +51,18 @@ pub fn config(options: &SandboxOptions) -> CliResult<SandboxConfig> {
             principal_type_ignored: true,
             ..FaultModel::none()
         };
-        // The Kubernetes API draws from its own sequence (a reset there cuts a watch).
-        config.kube.faults = FaultModel { seed: options.seed.wrapping_add(1), ..config.faults.clone() };
+        // The Kubernetes API draws from its own sequence (a reset there cuts a watch). An API
+        // server sheds load with 429 and Retry-After (priority and fairness), which client-go
+        // retries on any verb; an etcd timeout (500) or a cut connection is far rarer, and
+        // client-go repeats neither on a write. So the management cluster throttles as often as
+        // Azure but fails and resets a tenth as often: at Azure's rates, a real `hypershift
+        // install` (some 125 writes, none repeated on a 500) would almost never get through.
+        config.kube.faults = FaultModel {
+            seed: options.seed.wrapping_add(1),
+            server_error_probability: config.faults.server_error_probability / 10.0,
+            reset_probability: config.faults.reset_probability / 10.0,
+            ..config.faults.clone()
+        };
     }
     Ok(config)
 }

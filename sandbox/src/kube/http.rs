@@ -256,6 +256,7 @@ fn log(
         error_code: reason,
         client_id: (!identity.username.is_empty()).then(|| identity.username.clone()),
         request_id: audit_id.to_string(),
+        user_agent: req.header("user-agent").map(str::to_string),
         timestamp,
         duration: shared.config.clock.since(started),
     });

@@ -1,0 +1,136 @@
+//! What a full rehearsal's `--output json` must show: every runbook succeeded, Day 2's node
+//! pools counted as VMs, and nothing the procedure created left at the end (ARM ids and the
+//! cluster's Kubernetes objects, counted). Shared by the rehearsals with the stand-ins (e2e) and
+//! with the real tools (real_tools).
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+/// Every runbook a full rehearsal runs, in order.
+pub const ALL_RUNBOOKS: [&str; 9] = [
+    "phase1-workload-identity",
+    "phase2-management-cluster",
+    "phase3-hosted-cluster",
+    "day2-add-nodepool",
+    "day2-scale-nodepool",
+    "day2-upgrade-cluster",
+    "day2-delete-nodepool",
+    "cleanup-hosted-cluster",
+    "cleanup-shared-resources",
+];
+
+/// What the sandbox holds before any phase runs: the parent DNS zone a person brings (with the
+/// NS and SOA record sets Azure makes with every zone), in its resource group.
+pub fn seeded(id: &str) -> bool {
+    let id = id.to_ascii_lowercase();
+    let group = "/resourcegroups/dns-parent";
+    let zone = format!("{group}/providers/microsoft.network/dnszones/example.com");
+    [group.to_string(), zone.clone(), format!("{zone}/ns/@"), format!("{zone}/soa/@")].iter().any(|s| id.ends_with(s))
+}
+
+/// The run of `runbook` in the rehearsal's `runs`.
+pub fn run_of<'a>(result: &'a Value, runbook: &str) -> &'a Value {
+    result["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["runbook"] == runbook)
+        .unwrap_or_else(|| panic!("no run of {runbook}: {:#?}", result["runs"]))
+}
+
+/// ARM ids in a list of them.
+pub fn ids(list: &Value) -> Vec<&str> {
+    list.as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect()
+}
+
+/// Kubernetes objects as (kind, namespace, name).
+pub fn objects(list: &Value) -> BTreeSet<(String, String, String)> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+            (text(&o["kind"]), text(&o["namespace"]), text(&o["name"]))
+        })
+        .collect()
+}
+
+/// The VMs of node pool `pool` in the cluster's managed resource group: named after the pool
+/// and a five-character machine suffix (`rehearse-hc-…` is the first pool, `rehearse-hc-workers-…`
+/// the one Day 2 adds).
+pub fn vms(resources: &Value, pool: &str) -> usize {
+    let vm_prefix = "/resourcegroups/rehearse-managed-rg/providers/microsoft.compute/virtualmachines/";
+    ids(resources)
+        .iter()
+        .filter_map(|id| {
+            let id = id.to_ascii_lowercase();
+            id.find(vm_prefix).map(|at| id[at + vm_prefix.len()..].to_string())
+        })
+        .filter(|name| name.strip_prefix(&format!("{pool}-")).is_some_and(|suffix| suffix.len() == 5))
+        .count()
+}
+
+/// A full rehearsal that succeeded: every runbook in order, each succeeded.
+pub fn assert_every_runbook_succeeded(result: &Value) {
+    let runs = result["runs"].as_array().unwrap();
+    let runbooks: Vec<&str> = runs.iter().map(|r| r["runbook"].as_str().unwrap()).collect();
+    assert_eq!(runbooks, ALL_RUNBOOKS);
+    for run in runs {
+        assert_eq!(run["status"], "succeeded", "{}", run["runbook"]);
+    }
+}
+
+/// Day 2's node pools, counted as VMs in Azure's managed resource group after each runbook: the
+/// added pool gets its 2 VMs, the first pool is scaled from 2 to 3, deleting the added pool
+/// removes its VMs and nothing else, and destroying the cluster removes every VM.
+pub fn assert_day2_vms(result: &Value) {
+    let count = |runbook: &str| {
+        let resources = &run_of(result, runbook)["resources"];
+        (vms(resources, "rehearse-hc"), vms(resources, "rehearse-hc-workers"))
+    };
+    assert_eq!(count("phase3-hosted-cluster"), (2, 0), "after Phase 3");
+    assert_eq!(count("day2-add-nodepool"), (2, 2), "after adding a pool of 2");
+    assert_eq!(count("day2-scale-nodepool"), (3, 2), "after scaling the first pool to 3");
+    assert_eq!(count("day2-upgrade-cluster"), (3, 2), "before deleting the added pool");
+    assert_eq!(count("day2-delete-nodepool"), (3, 0), "after deleting the added pool");
+    assert_eq!(count("cleanup-hosted-cluster"), (0, 0), "after destroying the cluster");
+}
+
+/// At the end of cleanup nothing the procedure created remains. Azure holds exactly what was
+/// seeded before Phase 1. The management cluster holds what it held after Phase 2, and the
+/// namespace `hypershift create cluster` put the HostedCluster in, empty: the procedure's
+/// cleanup destroys the cluster and the shared Azure resources but has no step that uninstalls
+/// the HyperShift operator (or its External DNS), and `hypershift destroy cluster` leaves the
+/// namespace, which every hosted cluster of that namespace shares. Everything else Phase 3 and
+/// Day 2 made is gone.
+pub fn assert_nothing_left(result: &Value) {
+    let left = ids(&result["resources"]);
+    let made: Vec<&&str> = left.iter().filter(|id| !seeded(id)).collect();
+    assert!(made.is_empty(), "left behind in Azure: {made:#?}");
+    assert_eq!(left.len(), 4, "the parent zone, its NS and SOA record sets, its resource group: {left:#?}");
+
+    // What the cluster itself keeps in every namespace (the root CA ConfigMap, the default
+    // ServiceAccount) goes with its namespace.
+    let made_by_cluster = |(kind, _, name): &(String, String, String)| {
+        kind == "ConfigMap" && name == "kube-root-ca.crt" || kind == "ServiceAccount" && name == "default"
+    };
+    let mut now = objects(&result["kube"]);
+    now.retain(|o| !made_by_cluster(o));
+    let mut after_phase2 = objects(&run_of(result, "phase2-management-cluster")["kube"]);
+    after_phase2.retain(|o| !made_by_cluster(o));
+    let added: Vec<_> = now.difference(&after_phase2).collect();
+    let removed: Vec<_> = after_phase2.difference(&now).collect();
+    let clusters_namespace = ("Namespace".to_string(), String::new(), "clusters".to_string());
+    assert_eq!(added, [&clusters_namespace], "left behind in the management cluster");
+    assert!(removed.is_empty(), "Phase 2's install lost objects: {removed:#?}");
+    for (kind, namespace, name) in &now {
+        assert!(
+            !["HostedCluster", "NodePool"].contains(&kind.as_str())
+                && !namespace.starts_with("clusters")
+                && name != "clusters-rehearse-hc",
+            "{kind} {namespace}/{name}"
+        );
+    }
+    assert!(now.iter().any(|(kind, _, name)| kind == "Deployment" && name == "operator"), "the operator is installed");
+}
