@@ -469,13 +469,6 @@ impl Sandbox {
             .map(|b| b.content.to_vec())
     }
 
-    /// Serves until Ctrl-C, then shuts down.
-    pub async fn run_until_ctrl_c(self) -> std::io::Result<()> {
-        let result = tokio::signal::ctrl_c().await;
-        self.shutdown().await;
-        result
-    }
-
     /// Stops accepting, closes open connections and waits for the listeners to end.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);

@@ -124,3 +124,16 @@ id = "one"
 kind = "exec"
 inputs.argv = ["{stepper}", "append", "{dir}/log", "one"]
 "#;
+
+/// `rehearse --serve` stops on SIGTERM as `sandbox up` does (a script's or a service manager's
+/// `kill`), shutting the sandbox down and exiting 0, instead of outliving it.
+#[test]
+fn a_served_rehearsal_stops_on_sigterm() {
+    let env = TestEnv::new();
+    let mut rehearsed = crate::support::Rehearsed::start(&env, 1, "0");
+    let pid = rehearsed.sandbox.pid();
+    // SAFETY: kill(2) with a pid this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) }, 0);
+    let status = rehearsed.sandbox.wait_for_exit(Duration::from_secs(60));
+    assert!(status.is_some_and(|s| s.success()), "a served rehearsal outlived SIGTERM: {status:?}");
+}

@@ -200,6 +200,23 @@ pub struct SandboxProcess {
 }
 
 impl SandboxProcess {
+    /// The serving process's id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits up to `limit` for the process to end by itself; its exit status, or None.
+    pub fn wait_for_exit(&mut self, limit: std::time::Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        None
+    }
+
     pub fn start(dir: &Path) -> SandboxProcess {
         SandboxProcess::start_scaled(dir, "0.05")
     }

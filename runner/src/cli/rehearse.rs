@@ -589,12 +589,12 @@ async fn serve(rehearsal: Rehearsal, env: &Env) -> CliResult<()> {
         println!("{}", json!({ "serving": true, "env_file": env_file, "kubeconfigs": shown }));
     } else {
         eprintln!(
-            "the sandbox stays up until Ctrl-C: `source {}` points runbook, kubectl and az at it; kubeconfigs: {}",
+            "the sandbox stays up until Ctrl-C or SIGTERM: `source {}` points runbook, kubectl and az at it; kubeconfigs: {}",
             env_file.display(),
             shown.join(", ")
         );
     }
-    rehearsal.sandbox.run_until_ctrl_c().await.map_err(|e| CliError::Internal(e.into()))
+    crate::cli::sandbox::run_until_stopped(rehearsal.sandbox).await.map_err(|e| CliError::Internal(e.into()))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -161,7 +161,8 @@ pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf, command: Vec<S
 }
 
 /// Serves until Ctrl-C or SIGTERM (how a service manager or `kill` stops it), then shuts down.
-async fn run_until_stopped(sandbox: Sandbox) -> std::io::Result<()> {
+/// Every command that keeps a sandbox up (`sandbox up`, `rehearse --serve`) stops this way.
+pub(crate) async fn run_until_stopped(sandbox: Sandbox) -> std::io::Result<()> {
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let result = tokio::select! {
         result = tokio::signal::ctrl_c() => result,
