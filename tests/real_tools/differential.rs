@@ -25,15 +25,38 @@ fn phase3(hypershift: Option<&str>) -> Value {
     out.last_json()
 }
 
-/// What Phase 3 added: ARM ids (lower-cased, as ARM compares them) and Kubernetes objects.
+/// An ARM id with a node pool machine's random five characters replaced: the simulated
+/// controllers name each machine's VM, OS disk and NIC `<pool>-xxxxx`, new in every rehearsal.
+fn without_machine_suffix(id: &str) -> String {
+    let id = id.to_ascii_lowercase();
+    let machine_kinds =
+        ["/microsoft.compute/virtualmachines/", "/microsoft.compute/disks/", "/microsoft.network/networkinterfaces/"];
+    let Some((head, name)) = id.rsplit_once('/') else { return id };
+    if !machine_kinds.iter().any(|kind| id.contains(kind)) {
+        return id;
+    }
+    let bare = name.trim_end_matches("_osdisk").trim_end_matches("-nic");
+    match bare.rsplit_once('-') {
+        Some((pool, machine)) if machine.len() == 5 => format!("{head}/{pool}-<machine>{}", &name[bare.len()..]),
+        _ => id,
+    }
+}
+
+/// What Phase 3 added: ARM ids (lower-cased, as ARM compares them, machine names normalized)
+/// and the objects `create cluster azure` writes (the `clusters` namespace and what is in it;
+/// the control plane's own namespace is the simulated operator's, the same for both).
 fn made_by_phase3(result: &Value) -> (BTreeSet<String>, BTreeSet<(String, String, String)>) {
     let arm = |runbook: &str| -> BTreeSet<String> {
-        ids(&run_of(result, runbook)["resources"]).into_iter().map(str::to_ascii_lowercase).collect()
+        ids(&run_of(result, runbook)["resources"]).into_iter().map(without_machine_suffix).collect()
     };
-    let before = arm("phase2-management-cluster");
-    let after = arm("phase3-hosted-cluster");
-    let kube_before = objects(&run_of(result, "phase2-management-cluster")["kube"]);
-    let kube_after = objects(&run_of(result, "phase3-hosted-cluster")["kube"]);
+    let written_by_create = |(kind, namespace, name): &(String, String, String)| {
+        namespace == "clusters" && kind != "Event" && kind != "Pod" || kind == "Namespace" && name == "clusters"
+    };
+    let kube = |runbook: &str| -> BTreeSet<(String, String, String)> {
+        objects(&run_of(result, runbook)["kube"]).into_iter().filter(written_by_create).collect()
+    };
+    let (before, after) = (arm("phase2-management-cluster"), arm("phase3-hosted-cluster"));
+    let (kube_before, kube_after) = (kube("phase2-management-cluster"), kube("phase3-hosted-cluster"));
     (after.difference(&before).cloned().collect(), kube_after.difference(&kube_before).cloned().collect())
 }
 
@@ -49,12 +72,27 @@ fn the_stand_in_and_the_real_create_cluster_make_the_same_things() {
         only_standin.is_empty() && only_real.is_empty(),
         "ARM resources Phase 3 made\nonly with the stand-in: {only_standin:#?}\nonly with the real CLI: {only_real:#?}"
     );
-    // Kubernetes objects by kind, namespace and name; the hosted cluster's pods and events are
-    // the simulated controllers', the same for both.
+    // Kubernetes objects by kind, namespace and name.
+    assert!(real_kube.iter().any(|(kind, _, _)| kind == "HostedCluster"), "{real_kube:#?}");
     let only_standin: Vec<_> = standin_kube.difference(&real_kube).collect();
     let only_real: Vec<_> = real_kube.difference(&standin_kube).collect();
     assert!(
         only_standin.is_empty() && only_real.is_empty(),
         "management cluster objects Phase 3 made\nonly with the stand-in: {only_standin:#?}\nonly with the real CLI: {only_real:#?}"
     );
+}
+
+#[test]
+fn machine_names_lose_their_random_part_and_nothing_else_does() {
+    let vm = "/subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/virtualMachines/rehearse-hc-7m9tw";
+    assert_eq!(
+        without_machine_suffix(vm),
+        "/subscriptions/s/resourcegroups/g/providers/microsoft.compute/virtualmachines/rehearse-hc-<machine>"
+    );
+    let disk = "/subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/disks/rehearse-hc-7m9tw_osdisk";
+    assert!(without_machine_suffix(disk).ends_with("/disks/rehearse-hc-<machine>_osdisk"));
+    let nic = "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/networkInterfaces/rehearse-hc-7m9tw-nic";
+    assert!(without_machine_suffix(nic).ends_with("/networkinterfaces/rehearse-hc-<machine>-nic"));
+    let lb = "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/loadBalancers/rehearse-hc";
+    assert_eq!(without_machine_suffix(lb), lb.to_ascii_lowercase());
 }
