@@ -12,9 +12,7 @@ use runbook_sandbox::public_names::{ARM_HOST, ENTRA_HOST, GRAPH_HOST};
 
 /// `Ok` inside a sandbox's network; else why not.
 pub fn check() -> Result<(), String> {
-    let dev = std::fs::read_to_string("/proc/net/dev").map_err(|e| format!("cannot read /proc/net/dev: {e}"))?;
-    let interfaces: Vec<&str> =
-        dev.lines().skip(2).filter_map(|l| l.split_once(':')).map(|(name, _)| name.trim()).collect();
+    let interfaces = crate::cli::namespace::interfaces().map_err(|e| format!("cannot read /proc/net/dev: {e}"))?;
     if interfaces != ["lo"] {
         return Err(format!("the network has interfaces other than loopback: {}", interfaces.join(", ")));
     }

@@ -123,19 +123,12 @@ pub(crate) fn handle(ctx: &Ctx<'_>, rg: &str, ns: &str, ty: &str, tail: &[&str])
     if ctx.req.method != Method::GET {
         return super::not_modelled(ctx);
     }
+    if tail.is_empty() {
+        return super::list_in_group(ctx, rg, kind, |_, r, now| render(r, now));
+    }
     let now = ctx.shared.now();
     let state = ctx.shared.state();
     match tail {
-        [] => {
-            let prefix = format!("/subscriptions/{}/resourcegroups/{}/", ctx.sub, rg).to_ascii_lowercase();
-            let value: Vec<Value> = state
-                .resources
-                .iter()
-                .filter(|(k, r)| r.kind == kind && k.starts_with(&prefix))
-                .map(|(_, r)| render(r, now))
-                .collect();
-            Reply::json(StatusCode::OK, &json!({ "value": value }))
-        }
         [name] => match state.resources.get(&id(&ctx.sub, rg, &full_type, name).to_ascii_lowercase()) {
             Some(r) => Reply::json(StatusCode::OK, &render(r, now)),
             None => resource_not_found(&full_type, name, rg),

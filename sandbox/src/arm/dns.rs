@@ -86,17 +86,7 @@ fn record_set(zone_id: &str, zone: &str, ty: &str, name: &str, props: &Value, et
 
 pub(crate) async fn handle(ctx: &Ctx<'_>, rg: &str, tail: &[&str]) -> Reply {
     match tail {
-        [] => {
-            let prefix = format!("/subscriptions/{}/resourcegroups/{}/", ctx.sub, rg).to_ascii_lowercase();
-            let state = ctx.shared.state();
-            let value: Vec<Value> = state
-                .resources
-                .iter()
-                .filter(|(k, r)| r.kind == Kind::DnsZone && k.starts_with(&prefix))
-                .map(|(_, r)| render_zone(&state, r))
-                .collect();
-            Reply::json(StatusCode::OK, &json!({ "value": value }))
-        }
+        [] => super::list_in_group(ctx, rg, Kind::DnsZone, |state, r, _| render_zone(state, r)),
         [zone] => zone_op(ctx, rg, zone).await,
         [zone, ty] => list_sets(ctx, rg, zone, ty),
         [zone, ty, name] => record_set_op(ctx, rg, zone, &ty.to_ascii_uppercase(), name).await,

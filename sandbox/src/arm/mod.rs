@@ -337,6 +337,25 @@ pub(crate) fn render(state: &crate::state::State, res: &Resource, now: std::time
     }
 }
 
+/// ARM's list answer for the resources of `kind` in resource group `rg`, each as `render` shows it.
+pub(crate) fn list_in_group(
+    ctx: &Ctx<'_>,
+    rg: &str,
+    kind: crate::state::Kind,
+    render: impl Fn(&crate::state::State, &Resource, std::time::Instant) -> serde_json::Value,
+) -> Reply {
+    let prefix = format!("{}/", rg_key(&ctx.sub, rg));
+    let now = ctx.shared.now();
+    let state = ctx.shared.state();
+    let value: Vec<serde_json::Value> = state
+        .resources
+        .iter()
+        .filter(|(k, r)| r.kind == kind && k.starts_with(&prefix))
+        .map(|(_, r)| render(&state, r, now))
+        .collect();
+    Reply::json(StatusCode::OK, &json!({ "value": value }))
+}
+
 /// Lower-cased key of a resource group.
 pub(crate) fn rg_key(sub: &str, rg: &str) -> String {
     format!("/subscriptions/{sub}/resourcegroups/{rg}").to_ascii_lowercase()

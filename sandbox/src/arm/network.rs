@@ -137,18 +137,7 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, rg: &str, ty: &str, tail: &[&str]) -> 
         ("Microsoft.Network/virtualNetworks", Kind::VirtualNetwork, "subnets")
     };
     match tail {
-        [] => {
-            let prefix = format!("/subscriptions/{}/resourcegroups/{}/", ctx.sub, rg).to_ascii_lowercase();
-            let now = ctx.shared.now();
-            let state = ctx.shared.state();
-            let value: Vec<Value> = state
-                .resources
-                .iter()
-                .filter(|(k, r)| r.kind == kind && k.starts_with(&prefix))
-                .map(|(_, r)| render(r, now, false))
-                .collect();
-            Reply::json(StatusCode::OK, &json!({ "value": value }))
-        }
+        [] => super::list_in_group(ctx, rg, kind, |_, r, now| render(r, now, false)),
         [name] => parent(ctx, rg, full_type, kind, name).await,
         [name, c] if eq(c, child) => {
             let key = id_of(ctx, rg, full_type, name).to_ascii_lowercase();

@@ -98,22 +98,3 @@ pub(crate) async fn get(
         None => not_found(),
     }
 }
-
-/// The resources of `kind` in resource group `rg`, rendered.
-pub(crate) fn list(
-    ctx: &Ctx<'_>,
-    rg: &str,
-    kind: Kind,
-    render: fn(&State, &Resource, Instant, bool) -> Value,
-) -> Reply {
-    let prefix = format!("/subscriptions/{}/resourcegroups/{}/", ctx.sub, rg).to_ascii_lowercase();
-    let now = ctx.shared.now();
-    let state = ctx.shared.state();
-    let value: Vec<Value> = state
-        .resources
-        .iter()
-        .filter(|(k, r)| r.kind == kind && k.starts_with(&prefix))
-        .map(|(_, r)| render(&state, r, now, false))
-        .collect();
-    Reply::json(StatusCode::OK, &json!({ "value": value }))
-}

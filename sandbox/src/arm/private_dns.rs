@@ -35,7 +35,7 @@ pub(crate) fn zone_id(sub: &str, rg: &str, zone: &str) -> String {
 
 pub(crate) async fn handle(ctx: &Ctx<'_>, rg: &str, tail: &[&str]) -> Reply {
     match tail {
-        [] if ctx.req.method == Method::GET => list_zones(ctx, rg),
+        [] if ctx.req.method == Method::GET => super::list_in_group(ctx, rg, Kind::PrivateDnsZone, render_zone),
         [] => method_not_allowed(&ctx.req.method),
         [zone] => zone_op(ctx, rg, zone).await,
         [zone, links] if eq(links, "virtualNetworkLinks") => private_dns_links::list(ctx, rg, zone),
@@ -70,19 +70,6 @@ pub(crate) fn render_zone(state: &State, res: &Resource, now: Instant) -> Value 
     props["numberOfVirtualNetworkLinksWithRegistration"] = json!(registering);
     props["provisioningState"] = provisioning_state(res, now);
     body
-}
-
-fn list_zones(ctx: &Ctx<'_>, rg: &str) -> Reply {
-    let prefix = format!("/subscriptions/{}/resourcegroups/{}/", ctx.sub, rg).to_ascii_lowercase();
-    let now = ctx.shared.now();
-    let state = ctx.shared.state();
-    let value: Vec<Value> = state
-        .resources
-        .iter()
-        .filter(|(k, r)| r.kind == Kind::PrivateDnsZone && k.starts_with(&prefix))
-        .map(|(_, r)| render_zone(&state, r, now))
-        .collect();
-    Reply::json(StatusCode::OK, &json!({ "value": value }))
 }
 
 /// A private zone's name is a domain name of at least two labels: each label 1-63 letters,

@@ -35,7 +35,9 @@ pub(crate) fn sku_of(res: &Resource) -> String {
 
 pub(crate) async fn handle(ctx: &Ctx<'_>, rg: &str, tail: &[&str]) -> Reply {
     match tail {
-        [] if ctx.req.method == Method::GET => network_writes::list(ctx, rg, Kind::PublicIpAddress, render),
+        [] if ctx.req.method == Method::GET => {
+            super::list_in_group(ctx, rg, Kind::PublicIpAddress, |s, r, now| render(s, r, now, false))
+        }
         [] => method_not_allowed(&ctx.req.method),
         [name] => {
             let key = id_of(&ctx.sub, rg, name).to_ascii_lowercase();

@@ -73,7 +73,7 @@ pub(crate) async fn check_name_availability(ctx: &Ctx<'_>) -> Reply {
 
 pub(crate) async fn handle(ctx: &Ctx<'_>, rg: &str, tail: &[&str]) -> Reply {
     match tail {
-        [] => list(ctx, rg),
+        [] => super::list_in_group(ctx, rg, Kind::StorageAccount, |_, r, now| render_account(r, now)),
         [name] => account(ctx, rg, name).await,
         [name, action] => account_action(ctx, rg, name, action).await,
         [name, bs, default] if eq(bs, "blobServices") && eq(default, "default") => Reply::json(
@@ -97,19 +97,6 @@ pub(crate) async fn handle(ctx: &Ctx<'_>, rg: &str, tail: &[&str]) -> Reply {
         }
         _ => super::not_modelled(ctx),
     }
-}
-
-fn list(ctx: &Ctx<'_>, rg: &str) -> Reply {
-    let prefix = format!("/subscriptions/{}/resourcegroups/{}/", ctx.sub, rg).to_ascii_lowercase();
-    let now = ctx.shared.now();
-    let state = ctx.shared.state();
-    let value: Vec<Value> = state
-        .resources
-        .iter()
-        .filter(|(k, r)| r.kind == Kind::StorageAccount && k.starts_with(&prefix))
-        .map(|(_, r)| render_account(r, now))
-        .collect();
-    Reply::json(StatusCode::OK, &json!({ "value": value }))
 }
 
 fn account_key(sub: &str, rg: &str, name: &str) -> String {
