@@ -85,8 +85,11 @@ fn public_ip(name: &str, location: &str) -> Value {
 }
 
 /// `NewLoadBalancer`: every part is named after the infra id; the outbound rule refers to the
-/// frontend and backend pool by id. The frontend carries the public IP as ARM returned it.
+/// frontend and backend pool by id. The real CLI puts the whole public IP ARM returned in the
+/// frontend, and ARM keeps only its id; the stand-in sends the id alone, so that `ensure` finds an
+/// existing balancer as it wants it when a repeated create meets it (it compares what it sends).
 fn load_balancer(lb_id: &str, infra_id: &str, location: &str, public_ip: &Value) -> Value {
+    let public_ip = json!({ "id": public_ip["id"] });
     json!({
         "location": location,
         "sku": { "name": "Standard" },
