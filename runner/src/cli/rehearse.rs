@@ -585,6 +585,7 @@ async fn serve(rehearsal: Rehearsal, env: &Env) -> CliResult<()> {
         );
     }
     let shown: Vec<String> = kubeconfigs.iter().map(|p| p.display().to_string()).collect();
+    let stop = crate::cli::sandbox::StopSignals::listen()?;
     if env.json {
         println!("{}", json!({ "serving": true, "env_file": env_file, "kubeconfigs": shown }));
     } else {
@@ -594,7 +595,8 @@ async fn serve(rehearsal: Rehearsal, env: &Env) -> CliResult<()> {
             shown.join(", ")
         );
     }
-    crate::cli::sandbox::run_until_stopped(rehearsal.sandbox).await.map_err(|e| CliError::Internal(e.into()))
+    stop.serve_until_stopped(rehearsal.sandbox).await;
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

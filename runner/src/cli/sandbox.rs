@@ -112,6 +112,7 @@ pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf, command: Vec<S
         sandbox.shutdown().await;
         return crate::cli::sandbox_command::exit_for(code?);
     }
+    let stop = StopSignals::listen()?;
     let enter = match crate::cli::namespace::current() {
         Some(network) => Some(crate::cli::sandbox_command::write_enter(&dir, network, &env_file)?),
         None => None,
@@ -156,20 +157,37 @@ pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf, command: Vec<S
         eprintln!("Blob endpoints are path-style:  --blob-endpoint \"$RUNBOOK_SANDBOX_BLOB/<account>\"");
         eprintln!("Ctrl-C stops it (its state lives in memory).");
     }
-    run_until_stopped(sandbox).await.map_err(|e| CliError::Internal(e.into()))?;
+    stop.serve_until_stopped(sandbox).await;
     Ok(Exit::Ok)
 }
 
-/// Serves until Ctrl-C or SIGTERM (how a service manager or `kill` stops it), then shuts down.
-/// Every command that keeps a sandbox up (`sandbox up`, `rehearse --serve`) stops this way.
-pub(crate) async fn run_until_stopped(sandbox: Sandbox) -> std::io::Result<()> {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let result = tokio::select! {
-        result = tokio::signal::ctrl_c() => result,
-        _ = terminate.recv() => Ok(()),
-    };
-    sandbox.shutdown().await;
-    result
+/// Ctrl-C and SIGTERM (how a service manager or `kill` stops a sandbox), listened for from the
+/// moment this is made. It is made before a command says the sandbox is up: a run earlier in the
+/// process installed its own SIGTERM handler, so a signal arriving before a listener exists would
+/// be caught and forgotten, and the sandbox would outlive the `kill` that was meant to stop it.
+pub(crate) struct StopSignals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    pub(crate) fn listen() -> CliResult<StopSignals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let listen = |kind| {
+            signal(kind).map_err(|e| CliError::Internal(anyhow::Error::from(e).context("listening for signals")))
+        };
+        Ok(StopSignals { terminate: listen(SignalKind::terminate())?, interrupt: listen(SignalKind::interrupt())? })
+    }
+
+    /// Serves until Ctrl-C or SIGTERM, then shuts the sandbox down. Every command that keeps a
+    /// sandbox up (`sandbox up`, `rehearse --serve`) stops this way.
+    pub(crate) async fn serve_until_stopped(mut self, sandbox: Sandbox) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {},
+            _ = self.terminate.recv() => {},
+        }
+        sandbox.shutdown().await;
+    }
 }
 
 /// Writes `DIR/sandbox.env`: what points runbook, kubectl (KUBECONFIG) and the Azure CLI at
