@@ -134,3 +134,39 @@ pub fn assert_nothing_left(result: &Value) {
     }
     assert!(now.iter().any(|(kind, _, name)| kind == "Deployment" && name == "operator"), "the operator is installed");
 }
+
+/// Phase 1 with `identity_tool = "hypershift"`: `hypershift create iam azure` made the 8
+/// identities `rehearse-hc-<component>-iam` (the control-plane operator's among them) with their
+/// 13 credentials and none of the procedure's own names; cleanup's `destroy iam azure` took them.
+pub fn assert_identities_made_by_create_iam(result: &Value) {
+    let after_phase1: Vec<String> = ids(&run_of(result, "phase1-workload-identity")["resources"])
+        .into_iter()
+        .map(str::to_ascii_lowercase)
+        .filter(|id| id.contains("/microsoft.managedidentity/userassignedidentities/"))
+        .collect();
+    let identities: Vec<&String> =
+        after_phase1.iter().filter(|id| !id.contains("/federatedidentitycredentials/")).collect();
+    let credentials = after_phase1.len() - identities.len();
+    assert_eq!(identities.len(), 8, "{identities:#?}");
+    assert!(identities.iter().all(|id| id.ends_with("-iam")), "{identities:#?}");
+    assert!(identities.iter().any(|id| id.ends_with("/rehearse-hc-control-plane-operator-iam")), "{identities:#?}");
+    assert_eq!(credentials, 13, "{after_phase1:#?}");
+    assert!(after_phase1.iter().any(|id| id.ends_with("/federatedidentitycredentials/rehearse-hc-cpo-fed-id")));
+}
+
+/// The attempts the step `step` of the first run of `runbook` made, from its journal's timeline.
+pub fn attempts_of(env: &crate::support::TestEnv, result: &Value, runbook: &str, step: &str) -> usize {
+    let journal = result["handoff"]["from"]["journal"].as_str().expect("the first person's journal");
+    let run = run_of(result, runbook)["run_id"].as_str().expect("a run id").to_string();
+    let out = crate::support::Run::from(
+        env.command_on(std::path::Path::new(journal), &["timeline", &run, "--format", "chrome"]).output().unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.all());
+    let trace: Value = serde_json::from_str(&out.stdout).expect("a trace");
+    trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["args"]["step"] == step && e["args"]["span"]["what"] == "attempt")
+        .count()
+}

@@ -121,3 +121,22 @@ fn every_phase_with_the_real_tools_under_faults() {
     assert_every_runbook_succeeded(&result);
     assert_nothing_left(&result);
 }
+
+/// Phase 1's identities made by the real `hypershift create iam azure` (8 identities, 13
+/// credentials): the real tool does not repeat `ParentResourceNotFound` for a credential written
+/// right after its new identity, and the step's retry absorbs it; Phase 3's real `create cluster`
+/// takes the file it wrote, and cleanup's real `destroy iam azure` removes them.
+#[test]
+#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see README"]
+fn every_phase_with_the_real_hypershift_create_iam() {
+    let env = TestEnv::new();
+    let result = rehearse_with_real_tools(&env, &["--identity-tool", "hypershift", "--no-external-dns"]);
+    assert_the_real_tools_did_the_work(&result);
+    let programs: Vec<&str> = result["request_programs"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(programs.iter().any(|p| p.starts_with("azsdk-go-armmsi/")), "create iam's identity clients: {programs:?}");
+    assert_every_runbook_succeeded(&result);
+    crate::rehearsal_checks::assert_identities_made_by_create_iam(&result);
+    let attempts = crate::rehearsal_checks::attempts_of(&env, &result, "phase1-workload-identity", "hypershift_iam");
+    assert!(attempts > 1, "the real create iam azure ran {attempts} time(s)");
+    assert_nothing_left(&result);
+}

@@ -334,7 +334,7 @@ pub async fn phase(env: &Env, number: u8, dir: PathBuf, options: crate::cli::san
     writeln!(text, "  wall time:                      {wall:>8.0} ms").ok();
     writeln!(
         text,
-        "  critical path of the plan:      {critical:>8.0} ms   wall / critical path = {:.2} (goal <= 1.15)",
+        "  critical path of the plan:      {critical:>8.0} ms   wall / critical path = {:.2} (goal <= 1.05)",
         wall / critical
     )
     .ok();

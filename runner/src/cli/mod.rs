@@ -292,6 +292,10 @@ pub enum Command {
         /// Who creates the signing key and OIDC issuer in Phase 1: native, or ccoctl (a stand-in acting on the sandbox)
         #[arg(long, default_value = "native", value_parser = ["native", "ccoctl"])]
         oidc_tool: String,
+        /// Who creates Phase 1's workload identities and federated credentials: native (the
+        /// procedure's 7 and 12), or hypershift (`hypershift create iam azure`: 8 and 13)
+        #[arg(long, default_value = "native", value_parser = ["native", "hypershift"])]
+        identity_tool: String,
         /// Take the procedure's path without External DNS: no DNS zone, delegation or External DNS
         /// principal in Phase 1, `hypershift install` and `create cluster azure` without the
         /// External DNS flags (the API is published through the cluster's load balancer)
@@ -489,7 +493,17 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             bench::phase(&env, phase, dir, sandbox.options()).await
         }
         #[cfg(feature = "sandbox")]
-        Command::Rehearse { phase, dir, check_idempotent, oidc_tool, no_external_dns, serve, programs, sandbox } => {
+        Command::Rehearse {
+            phase,
+            dir,
+            check_idempotent,
+            oidc_tool,
+            identity_tool,
+            no_external_dns,
+            serve,
+            programs,
+            sandbox,
+        } => {
             let mut options = sandbox.options();
             // The real tools reach Azure's public host names only: they imply --public-names.
             options.public_names |= programs.any_real();
@@ -502,6 +516,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
                 programs.programs()?,
                 check_idempotent,
                 &oidc_tool,
+                &identity_tool,
                 !no_external_dns,
                 serve,
             )

@@ -46,7 +46,7 @@ fn phase_vars(phase: u8, rehearsal: &Rehearsal) -> String {
     let external_dns = rehearsal.external_dns;
     match phase {
         1 => format!(
-            "prefix = \"rehearse\"\noidc_storage_account = \"rehearsaloidc\"\nexternal_dns = {external_dns}\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nca_file = \"{}\"\noidc_tool = \"{}\"\n",
+            "prefix = \"rehearse\"\noidc_storage_account = \"rehearsaloidc\"\nexternal_dns = {external_dns}\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nca_file = \"{}\"\noidc_tool = \"{}\"\nidentity_tool = \"{}\"\n",
             // As Azure's public host names the sandbox is reached as real Azure is: the CA is
             // the environment's (SSL_CERT_FILE), not the runbook's.
             if rehearsal.sandbox.answers_as_public_names() {
@@ -54,7 +54,8 @@ fn phase_vars(phase: u8, rehearsal: &Rehearsal) -> String {
             } else {
                 rehearsal.ca_file.display().to_string()
             },
-            rehearsal.oidc_tool
+            rehearsal.oidc_tool,
+            rehearsal.identity_tool
         ),
         // The pull secret `phase_files` writes in the directory of the person running the phase.
         2 => format!(
@@ -86,6 +87,8 @@ pub struct Rehearsal {
     pub env: Env,
     /// `native` or `ccoctl` (the ccoctl stand-in, acting on the sandbox).
     pub oidc_tool: String,
+    /// Phase 1's `identity_tool`: native, or hypershift (`create iam azure`).
+    pub identity_tool: String,
     /// The procedure's DNS strategy: with External DNS (its Option 1) or without (Option 2).
     pub external_dns: bool,
 }
@@ -126,7 +129,15 @@ impl Rehearsal {
         registry.register(Arc::new(runbook_steps::Exec::with_env(program_env(&workdir, programs, settings)?)));
         let env =
             Env { journal_path, json: env.json, mode: env.mode, verbose: env.verbose, registry, azure, parallelism };
-        Ok(Rehearsal { sandbox, workdir, ca_file, env, oidc_tool: "native".into(), external_dns: true })
+        Ok(Rehearsal {
+            sandbox,
+            workdir,
+            ca_file,
+            env,
+            oidc_tool: "native".into(),
+            identity_tool: "native".into(),
+            external_dns: true,
+        })
     }
 
     /// Runs one phase; returns the exit, a summary for `--output json`, and the run's
@@ -609,12 +620,14 @@ pub async fn rehearse(
     programs: Programs,
     check_idempotent: bool,
     oidc_tool: &str,
+    identity_tool: &str,
     external_dns: bool,
     serve_after: bool,
 ) -> CliResult {
     let (phases, missing) = phases(phase)?;
     let mut rehearsal = Rehearsal::start(env, &base, journal.as_deref(), &options, &programs, None).await?;
     rehearsal.oidc_tool = oidc_tool.to_string();
+    rehearsal.identity_tool = identity_tool.to_string();
     rehearsal.external_dns = external_dns;
     // In a private network (--public-names) only loopback exists: say so, from the kernel's list.
     let interfaces = options

@@ -2,6 +2,7 @@
 //! serialization, reuse of work already done, graceful cancellation; journals as it goes.
 
 mod attempt;
+mod critical_path;
 pub mod events;
 pub mod redact;
 
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use attempt::status_name;
 use attempt::{Job, JobResult, Shared, run_job, secret_output_names};
+pub use critical_path::critical_path;
 use events::{Counts, EngineEvent, RunStatus, StepStatus, millis};
 use redact::Redactor;
 
@@ -146,6 +148,8 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     let mut busy_keys: HashSet<String> = HashSet::new();
     let mut key_queue: HashMap<String, VecDeque<usize>> = HashMap::new();
     let mut key_of: HashMap<usize, String> = HashMap::new();
+    // The serialize key each instance ran under: the critical path counts what a key made wait.
+    let mut serialized_by: Vec<Option<String>> = vec![None; n];
     let mut pending = Pending::default();
     // Each step's output specs as digested, made once for all its instances.
     let mut outputs_specs: Vec<Option<Value>> = vec![None; runbook.steps.len()];
@@ -311,6 +315,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                         continue;
                     }
                 };
+                serialized_by[i] = Some(key.clone());
                 if !busy_keys.insert(key.clone()) {
                     pending.events.push(
                         NewEvent::new(
@@ -428,7 +433,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
         RunStatus::Succeeded
     };
     let duration = clock.since(started);
-    let (critical, critical_steps) = critical_path(&plan, &dependents, &took);
+    let (critical, critical_steps) = critical_path(&plan, &dependents, &took, &serialized_by, &began);
     // Only instances that ran in this invocation: a reused one took no time here.
     let critical_steps: Vec<String> =
         critical_steps.into_iter().filter(|&i| began[i].is_some()).map(|i| plan.instances[i].id.clone()).collect();
@@ -499,40 +504,6 @@ fn reuse_reason(steps: &[ReusedStep], run_id: &str) -> String {
         [_] => steps[0].reason(run_id),
         _ => format!("done in runs {} with the same inputs", runs.join(", ")),
     }
-}
-
-/// The longest chain of measured step durations through the dependency graph: no schedule can
-/// finish faster than this. Returns its length and its instances, first to last.
-pub fn critical_path(
-    plan: &Plan,
-    dependents: &[Vec<usize>],
-    took: &[std::time::Duration],
-) -> (std::time::Duration, Vec<usize>) {
-    let n = plan.instances.len();
-    let mut waiting: Vec<usize> = plan.instances.iter().map(|i| i.deps.len()).collect();
-    let mut finish = vec![std::time::Duration::ZERO; n];
-    // The dependency each instance waited for last: following these back from the last to
-    // finish walks the path.
-    let mut waited_for: Vec<Option<usize>> = vec![None; n];
-    let mut queue: VecDeque<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
-    while let Some(i) = queue.pop_front() {
-        let latest = plan.instances[i].deps.iter().copied().max_by_key(|&d| finish[d]);
-        waited_for[i] = latest;
-        finish[i] = latest.map(|d| finish[d]).unwrap_or_default() + took[i];
-        for &d in &dependents[i] {
-            waiting[d] -= 1;
-            if waiting[d] == 0 {
-                queue.push_back(d);
-            }
-        }
-    }
-    let Some(last) = (0..n).max_by_key(|&i| finish[i]) else { return (std::time::Duration::ZERO, Vec::new()) };
-    let mut path = vec![last];
-    while let Some(before) = waited_for[*path.last().expect("never empty")] {
-        path.push(before);
-    }
-    path.reverse();
-    (finish[last], path)
 }
 
 /// A serialize key written as an interpolation, back to its text form for resolution.

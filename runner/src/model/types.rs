@@ -80,6 +80,20 @@ pub struct VarSpec {
     pub allowed: Option<Vec<Value>>,
     /// An Azure naming rule the value must follow.
     pub rule: Option<NamingRule>,
+    /// Defaults that depend on the value of another variable (one with `enum`): where that
+    /// variable has one of these values, this one's default is the value given for it. A value
+    /// set in the vars file, the environment or `--var` wins as over any default.
+    pub default_by: Option<DefaultBy>,
+}
+
+/// `default_by = { var = "identity_tool", values = { hypershift = [ ... ] } }`
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultBy {
+    /// The variable whose value picks the default (it must have `enum` and no `default_by`).
+    pub var: String,
+    /// The default for each of its values; for a value not listed, `default` applies.
+    pub values: BTreeMap<String, Value>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]

@@ -33,6 +33,9 @@ pub fn validate(
         {
             problems.push(doc.problem(&format!("{pointer}/default"), format!("default of `{name}`: {why}")));
         }
+        if let Some(by) = &spec.default_by {
+            check_default_by(doc, file, name, by, &mut problems);
+        }
     }
 
     let mut first_index: HashMap<&str, usize> = HashMap::new();
@@ -504,4 +507,59 @@ fn find_cycles(doc: &Document, defs: &[StepDef]) -> Vec<Problem> {
         );
     }
     problems
+}
+
+/// `default_by` names a variable with `enum` (and no `default_by` of its own, so a choice never
+/// depends on another choice), lists only values that variable allows, and gives defaults this
+/// variable accepts.
+fn check_default_by(
+    doc: &Document,
+    file: &RunbookFile,
+    name: &str,
+    by: &crate::model::types::DefaultBy,
+    problems: &mut Vec<Problem>,
+) {
+    let at = format!("/vars/{name}/default_by");
+    let Some(chooser) = file.vars.get(&by.var) else {
+        problems.push(
+            doc.problem(
+                &format!("{at}/var"),
+                format!("`default_by` of `{name}` names an unknown variable `{}`", by.var),
+            )
+            .maybe_hint(did_you_mean(&by.var, file.vars.keys().map(String::as_str))),
+        );
+        return;
+    };
+    let Some(allowed) = &chooser.allowed else {
+        problems.push(
+            doc.problem(
+                &format!("{at}/var"),
+                format!("`default_by` of `{name}` names `{}`, which has no `enum`", by.var),
+            )
+            .with_hint("a default can depend only on a variable whose values are listed in its `enum`"),
+        );
+        return;
+    };
+    if chooser.default_by.is_some() {
+        problems.push(doc.problem(
+            &format!("{at}/var"),
+            format!("`{}` has a `default_by` itself; a default cannot depend on another chosen default", by.var),
+        ));
+    }
+    let spec = &file.vars[name];
+    for (value, default) in &by.values {
+        let pointer = format!("{at}/values/{}", crate::model::source::escape_pointer(value));
+        if !allowed.iter().any(|a| a.as_str() == Some(value.as_str())) {
+            let shown: Vec<String> = allowed.iter().map(|a| a.to_string()).collect();
+            problems.push(
+                doc.key_problem(&pointer, format!("`{value}` is not a value of `{}`", by.var)).with_hint(format!(
+                    "`{}` allows {}",
+                    by.var,
+                    shown.join(", ")
+                )),
+            );
+        } else if let Err(why) = vars::check_value(name, spec, default, false) {
+            problems.push(doc.problem(&pointer, format!("default of `{name}` for {} = {value}: {why}", by.var)));
+        }
+    }
 }

@@ -117,6 +117,8 @@ pub fn resolve(runbook: &Runbook, inputs: &VarInputs) -> Result<VarValues, Vec<P
         }
     }
 
+    choose_defaults_by(specs, &mut out);
+
     for (name, spec) in specs {
         match out.values.get(name) {
             None => problems.push(
@@ -143,6 +145,27 @@ pub fn resolve(runbook: &Runbook, inputs: &VarInputs) -> Result<VarValues, Vec<P
         }
     }
     if problems.is_empty() { Ok(out) } else { Err(problems) }
+}
+
+/// A variable still at its default takes the default its `default_by` gives for the value its
+/// chooser ended with (from wherever that came), so one choice (`identity_tool`, say) brings the
+/// lists that go with it while any of them can still be set explicitly.
+fn choose_defaults_by(specs: &BTreeMap<String, VarSpec>, out: &mut VarValues) {
+    for (name, spec) in specs {
+        let Some(by) = &spec.default_by else { continue };
+        if out.source.get(name).is_some_and(|s| s != "default") {
+            continue;
+        }
+        let chosen = match out.values.get(&by.var) {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => continue,
+        };
+        if let Some(value) = by.values.get(&chosen) {
+            out.values.insert(name.clone(), value.clone());
+            out.source.insert(name.clone(), "default".into());
+        }
+    }
 }
 
 fn read_vars_file(path: &Path, specs: &BTreeMap<String, VarSpec>, out: &mut VarValues, problems: &mut Vec<Problem>) {

@@ -127,7 +127,73 @@ pub fn expand(runbook: &Runbook, scope: &Scope<'_>) -> Result<Plan, Problem> {
         let def = &runbook.steps[instance.step];
         instance.deps = def.deps.iter().flat_map(|d| plan.of_step[step_index[d.as_str()]].iter().copied()).collect();
     }
+    let ordered_after: Vec<Vec<usize>> = plan
+        .instances
+        .iter()
+        .map(|instance| {
+            let def = &runbook.steps[instance.step];
+            def.spec.after.iter().flat_map(|a| plan.of_step[step_index[a.as_str()]].iter().copied()).collect()
+        })
+        .collect();
+    pass_on_dependencies_of_skipped(&mut plan, &ordered_after);
     Ok(plan)
+}
+
+/// A step decided away at plan time (its `when` is false) holds nothing back that it does not
+/// have to: what depends on it waits instead for what the skipped step was ordered `after`, not
+/// for the steps whose outputs only its own inputs read (those it no longer needs), and it waits
+/// for nothing itself (it is skipped at once). Without this, on Phase 1's native OIDC path the
+/// storage account (the longest step) waited for every identity through the skipped
+/// `ccoctl_oidc_issuer`, whose inputs alone read an identity's tenant. The `after` order is
+/// passed on because a runbook may rely on it transitively (A, then a skippable B, then C).
+fn pass_on_dependencies_of_skipped(plan: &mut Plan, ordered_after: &[Vec<usize>]) {
+    // The instances each one really waits for, resolved through skipped ones (the graph is
+    // acyclic: validation refuses cycles before a plan is made).
+    fn effective(
+        plan: &Plan,
+        ordered_after: &[Vec<usize>],
+        i: usize,
+        memo: &mut Vec<Option<Vec<usize>>>,
+    ) -> Vec<usize> {
+        if let Some(known) = &memo[i] {
+            return known.clone();
+        }
+        let resolved: Vec<usize> = if plan.instances[i].skipped_by_when {
+            let mut through = Vec::new();
+            for &d in &ordered_after[i] {
+                for e in effective(plan, ordered_after, d, memo) {
+                    if !through.contains(&e) {
+                        through.push(e);
+                    }
+                }
+            }
+            through
+        } else {
+            vec![i]
+        };
+        memo[i] = Some(resolved.clone());
+        resolved
+    }
+    let mut memo = vec![None; plan.instances.len()];
+    let mut rewired = Vec::with_capacity(plan.instances.len());
+    for i in 0..plan.instances.len() {
+        if plan.instances[i].skipped_by_when {
+            rewired.push(Vec::new());
+            continue;
+        }
+        let mut deps = Vec::new();
+        for &d in &plan.instances[i].deps {
+            for e in effective(plan, ordered_after, d, &mut memo) {
+                if !deps.contains(&e) {
+                    deps.push(e);
+                }
+            }
+        }
+        rewired.push(deps);
+    }
+    for (instance, deps) in plan.instances.iter_mut().zip(rewired) {
+        instance.deps = deps;
+    }
 }
 
 pub fn evaluate(condition: &Condition, scope: &Scope<'_>) -> Result<bool, String> {
@@ -158,6 +224,32 @@ fn truthy(value: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn instance(id: &str, deps: Vec<usize>, skipped_by_when: bool) -> Instance {
+        Instance { id: id.into(), step: 0, item: None, deps, skipped_by_when }
+    }
+
+    #[test]
+    fn a_skipped_step_passes_on_only_what_it_was_ordered_after() {
+        // resource_group(0), identity(1) <- ccoctl(2, skipped: after 0, reads 1) <- storage(3)
+        // <- container(4); key(5, skipped); check(6) after the skipped key and ccoctl, and 4.
+        let mut plan = Plan {
+            instances: vec![
+                instance("resource_group", vec![], false),
+                instance("identity", vec![0], false),
+                instance("ccoctl", vec![0, 1], true),
+                instance("storage", vec![2], false),
+                instance("container", vec![3], false),
+                instance("key", vec![], true),
+                instance("check", vec![5, 2, 4], false),
+            ],
+            ..Default::default()
+        };
+        let ordered_after = vec![vec![], vec![0], vec![0], vec![2], vec![3], vec![], vec![5, 2]];
+        pass_on_dependencies_of_skipped(&mut plan, &ordered_after);
+        let deps: Vec<&Vec<usize>> = plan.instances.iter().map(|i| &i.deps).collect();
+        assert_eq!(deps, [&vec![], &vec![0], &vec![], &vec![0], &vec![3], &vec![], &vec![0, 4]]);
+    }
 
     #[test]
     fn items_of_a_secret_list_are_named_by_position() {

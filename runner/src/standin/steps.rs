@@ -22,6 +22,40 @@ const SDK_RETRIES: u32 = 3;
 const SDK_RETRY_DELAY: Duration = Duration::from_millis(800);
 const SDK_MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
 
+/// Runs one step of `kind` with `inputs`, retrying only what the Azure SDK for Go's retry
+/// policy retries: HTTP 408, 429, 500, 502, 503, 504, or no answer at all. Codes this product
+/// treats as transient on other statuses (`ParentResourceNotFound` is a 404, a concurrent
+/// write a 409) end the call, as they end the real tool's.
+pub async fn step_as_go_sdk(
+    kind: &dyn StepKind,
+    dir: &Path,
+    inputs: Value,
+    specs: BTreeMap<String, OutputSpec>,
+) -> Result<serde_json::Map<String, Value>, String> {
+    let ctx = context(dir, specs);
+    let mut delay = SDK_RETRY_DELAY;
+    let mut retries = 0;
+    loop {
+        match kind.run(&ctx, &inputs).await {
+            Ok(outcome) => return Ok(outcome.outputs),
+            Err(error) if error.is_transient() && retried_by_go_sdk(&error) && retries < SDK_RETRIES => {
+                retries += 1;
+                let wait = error.retry_after().unwrap_or(delay).min(SDK_MAX_RETRY_DELAY);
+                runbook_clock::Clock::process().sleep(wait).await;
+                delay = (delay * 2).min(SDK_MAX_RETRY_DELAY);
+            }
+            Err(error) => return Err(error.to_string()),
+        }
+    }
+}
+
+fn retried_by_go_sdk(error: &runbook_steps::StepError) -> bool {
+    match error.evidence.get("status").and_then(Value::as_u64) {
+        None => true,
+        Some(status) => matches!(status, 408 | 429 | 500 | 502 | 503 | 504),
+    }
+}
+
 /// Runs one step of `kind` with `inputs`, retrying transient failures as the real tool's SDK
 /// does; its outputs, or its error as text (code, request id).
 pub async fn step(

@@ -87,6 +87,15 @@ impl Azure {
         Ok(out["body"].clone())
     }
 
+    /// What the Go SDK's `CreateOrUpdate` leaves: the resource as `body` says (written only
+    /// when missing or different), retried only as the SDK retries (HTTP 408, 429, 5xx or no
+    /// answer), so a `ParentResourceNotFound` or a 409 ends the command as it does the real one.
+    pub async fn put_as_sdk(&self, id: &str, api_version: &str, body: Value) -> Result<Value, String> {
+        let inputs = json!({ "action": "ensure", "id": id, "api_version": api_version, "body": body, "replace_if_different": true });
+        let out = crate::standin::steps::step_as_go_sdk(&self.arm, &self.dir, inputs, BTreeMap::new()).await?;
+        Ok(out["body"].clone())
+    }
+
     /// DELETE and wait until it is gone (a missing resource is fine).
     pub async fn delete(&self, id: &str, api_version: &str) -> Result<(), String> {
         self.call(json!({ "action": "delete", "id": id, "api_version": api_version })).await.map(|_| ())

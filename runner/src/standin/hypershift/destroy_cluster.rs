@@ -190,7 +190,7 @@ async fn wait_for_finalizers(
 
 /// `CleanupRoleAssignments`: every deterministic name at every scope; failures are reported
 /// and the destroy goes on, as the real one does.
-async fn cleanup_role_assignments(azure: &Azure, name: &str, infra_id: &str, managed: &str, dns_zone: &str) {
+pub(super) async fn cleanup_role_assignments(azure: &Azure, name: &str, infra_id: &str, managed: &str, dns_zone: &str) {
     let nsg = format!("{name}-nsg");
     let vnet = format!("{name}-vnet");
     let groups = Scopes { managed, nsg: &nsg, vnet: &vnet, dns_zone };

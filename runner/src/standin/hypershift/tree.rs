@@ -15,6 +15,8 @@ pub enum Command {
     CreateNodePoolAzure,
     CreateKubeconfig,
     DestroyClusterAzure,
+    CreateIamAzure,
+    DestroyIamAzure,
 }
 
 pub struct Node {
@@ -246,6 +248,30 @@ const fn leaf(name: &'static str, local: &'static [Flag], command: Command) -> N
     Node { name, local, persistent: &[], children: &[], command: Some(command), unmodelled: &[] }
 }
 
+/// `cmd/infra/azure/create_iam.go`.
+const CREATE_IAM_AZURE: &[Flag] = &[
+    s("name").required(),
+    s("infra-id").required(),
+    s("azure-creds").required(),
+    s("location"),
+    s("resource-group-name").required(),
+    s("oidc-issuer-url").required(),
+    s("output-file").required(),
+    s("cloud"),
+    b("enable-kms"),
+];
+
+/// `cmd/infra/azure/destroy_iam.go`.
+const DESTROY_IAM_AZURE: &[Flag] = &[
+    s("workload-identities-file").required(),
+    s("azure-creds").required(),
+    s("resource-group-name").required(),
+    s("cloud"),
+    s("name").required(),
+    s("infra-id").required(),
+    s("dns-zone-rg-name").required(),
+];
+
 pub static ROOT: Node = Node {
     name: "hypershift",
     local: &[],
@@ -266,8 +292,16 @@ pub static ROOT: Node = Node {
             local: &[],
             persistent: &[],
             command: None,
-            unmodelled: &["backup", "restore", "schedule", "infra", "iam", "operator-roles", "bastion"],
+            unmodelled: &["backup", "restore", "schedule", "infra", "operator-roles", "bastion"],
             children: &[
+                Node {
+                    name: "iam",
+                    local: &[],
+                    persistent: &[],
+                    command: None,
+                    unmodelled: &["aws", "gcp"],
+                    children: &[leaf("azure", CREATE_IAM_AZURE, Command::CreateIamAzure)],
+                },
                 Node {
                     name: "cluster",
                     local: &[],
@@ -299,15 +333,25 @@ pub static ROOT: Node = Node {
             local: &[],
             persistent: &[],
             command: None,
-            unmodelled: &["infra", "iam", "bastion", "operator-roles"],
-            children: &[Node {
-                name: "cluster",
-                local: &[],
-                persistent: DESTROY_CLUSTER_PERSISTENT,
-                command: None,
-                unmodelled: &["aws", "none", "agent", "kubevirt", "powervs", "openstack", "gcp"],
-                children: &[leaf("azure", DESTROY_CLUSTER_AZURE, Command::DestroyClusterAzure)],
-            }],
+            unmodelled: &["infra", "bastion", "operator-roles"],
+            children: &[
+                Node {
+                    name: "cluster",
+                    local: &[],
+                    persistent: DESTROY_CLUSTER_PERSISTENT,
+                    command: None,
+                    unmodelled: &["aws", "none", "agent", "kubevirt", "powervs", "openstack", "gcp"],
+                    children: &[leaf("azure", DESTROY_CLUSTER_AZURE, Command::DestroyClusterAzure)],
+                },
+                Node {
+                    name: "iam",
+                    local: &[],
+                    persistent: &[],
+                    command: None,
+                    unmodelled: &["aws", "gcp"],
+                    children: &[leaf("azure", DESTROY_IAM_AZURE, Command::DestroyIamAzure)],
+                },
+            ],
         },
     ],
 };
@@ -410,9 +454,21 @@ mod tests {
 
     #[test]
     fn unmodelled_subcommands_are_named() {
-        let r = resolve(&args(&["create", "iam", "azure"]));
-        assert_eq!(r.unmodelled.as_deref(), Some("iam"));
+        let r = resolve(&args(&["create", "infra", "azure"]));
+        assert_eq!(r.unmodelled.as_deref(), Some("infra"));
         assert_eq!(r.node.command, None);
+        let r = resolve(&args(&["create", "iam", "aws"]));
+        assert_eq!(r.unmodelled.as_deref(), Some("aws"));
+    }
+
+    #[test]
+    fn iam_azure_is_modelled_both_ways() {
+        let r = resolve(&args(&["create", "iam", "azure", "--infra-id", "x"]));
+        assert_eq!(r.node.command, Some(Command::CreateIamAzure));
+        assert!(r.flags.iter().any(|f| f.name == "oidc-issuer-url"));
+        let r = resolve(&args(&["destroy", "iam", "azure"]));
+        assert_eq!(r.node.command, Some(Command::DestroyIamAzure));
+        assert!(r.flags.iter().any(|f| f.name == "workload-identities-file"));
     }
 
     #[test]

@@ -1,0 +1,37 @@
+//! Phase 1's other way to make the workload identities: `identity_tool = "hypershift"` runs
+//! `hypershift create iam azure` (the upstream documentation's 8 identities and 13 credentials),
+//! Phase 3 creates the cluster from the file it wrote, and cleanup's `destroy iam azure` takes
+//! them. The tool writes each credential right after its identity and does not repeat Azure's
+//! `ParentResourceNotFound` while the identity is new: the step's retry absorbs it.
+
+use crate::rehearsal_checks::{
+    assert_every_runbook_succeeded, assert_identities_made_by_create_iam, assert_nothing_left, attempts_of,
+};
+use crate::support::TestEnv;
+
+#[test]
+fn with_hypershift_create_iam_every_phase_then_nothing_remains() {
+    let env = TestEnv::new();
+    let out = env.run(&["rehearse", "--identity-tool", "hypershift", "--output", "json", "--dir", "rehearsals"]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    let result = out.last_json();
+    assert_every_runbook_succeeded(&result);
+    assert_identities_made_by_create_iam(&result);
+    // The sandbox's replication window ended the tool's first attempts; the step's retry
+    // carried it through, one identity further each time.
+    let attempts = attempts_of(&env, &result, "phase1-workload-identity", "hypershift_iam");
+    assert!(attempts > 1, "create iam azure ran {attempts} time(s)");
+    assert_nothing_left(&result);
+}
+
+#[test]
+fn create_iam_without_the_cluster_operations_principal_is_refused_at_plan() {
+    let env = TestEnv::new();
+    let vars = env.write(
+        "vars.toml",
+        "prefix = \"demo\"\noidc_storage_account = \"demooidc\"\nidentity_tool = \"hypershift\"\ncluster_ops_sp = false\n",
+    );
+    let out = env.run(&["plan", "phase1-workload-identity", "--vars", vars.to_str().unwrap()]);
+    assert_ne!(out.code, 0, "{}", out.all());
+    assert!(out.all().contains("needs cluster_ops_sp = true"), "{}", out.all());
+}
