@@ -148,6 +148,7 @@ pub(crate) fn keep_head(conn: &Connection, keys: &Keys, journal: &Path) -> Resul
         return Ok(());
     }
     crate::head::write(journal, keys, &tail)?;
+    crate::crash_point::reached();
     conn.execute("UPDATE anchor SET head_kept = 1, mac = ?1 WHERE id = 1", [tail.mac(keys, HEAD_KEPT_LABEL)])
         .map_err(sqlite)?;
     Ok(())

@@ -9,6 +9,7 @@ use rusqlite::Connection;
 
 use crate::anchor::{self, Tail};
 use crate::connection::{self, Create};
+use crate::creation;
 use crate::error::Error;
 use crate::head;
 use crate::keys::{self, Keys};
@@ -46,7 +47,8 @@ impl Journal {
     }
 
     /// Opens a journal that must already exist, creating nothing (for read-only commands).
-    /// Fails with [`Error::NotFound`] if the journal is missing and [`Error::Key`] if its key is.
+    /// Fails with [`Error::NotFound`] if the journal is missing, or its creation never finished
+    /// (the leftovers are removed), and [`Error::Key`] if the key of a journal with events is.
     pub fn open_existing(path: &Path) -> Result<Journal, Error> {
         match path.try_exists() {
             Ok(true) => Journal::open_with(path, Create::Never, Clock::process()),
@@ -76,23 +78,26 @@ impl Journal {
             };
             return Err(Error::NotAFile { path: path.to_path_buf(), what });
         }
+        // A new journal is made whole here, key last, or not at all; a creation cut short before
+        // is cleared away (`creation.rs`). From here on, a journal without its key has lost it.
+        creation::ensure(path, create)?;
         let mut write_conn = connection::open(path, create)?;
         // Before the pragmas: switching to WAL rewrites the file header, and a journal from a
         // newer build must be left exactly as it was.
         schema::check_not_too_new(&write_conn, path)?;
-        // A key is only ever made for a journal that is being created: one that already holds a
-        // schema without its key has lost it, and a new key would silently match nothing.
-        let new_journal = schema::user_version(&write_conn, path)? == 0;
-        // The key is made together with the journal's schema. A key beside a journal without one
-        // means the database was emptied, truncated or replaced (every event gone at once), not
-        // a new journal: making a fresh schema would hide that.
-        if new_journal && keys::key_path(path).exists() && !schema_appears(&write_conn, path)? {
+        // The key is published only once the schema is committed, so a key beside a journal
+        // without one means the database was emptied, truncated or replaced (every event gone at
+        // once), not a new journal: making a fresh schema would hide that.
+        if schema::user_version(&write_conn, path)? == 0
+            && keys::key_path(path).exists()
+            && !schema_appears(&write_conn, path)?
+        {
             return Err(tampered(
                 path,
                 "the journal holds no schema and no events, but its key file exists: the database file was emptied, truncated or replaced (deleted?)",
             ));
         }
-        let keys = Arc::new(Keys::load(path, create == Create::IfMissing && new_journal)?);
+        let keys = Arc::new(Keys::load(path)?);
         connection::apply_pragmas(&write_conn, path)?;
         schema::migrate(&mut write_conn, path, &keys)?;
         let missing = schema::missing_tables(&write_conn, path)?;
@@ -179,9 +184,9 @@ impl Journal {
     }
 }
 
-/// Whether another process that just made the key is making the schema too: it publishes the
-/// key first and commits the schema a moment later, so a schema appearing shortly is a journal
-/// being created, and none appearing is one that was emptied.
+/// Whether a schema appears shortly: builds before `creation.rs` published a new journal's key
+/// first and committed its schema a moment later, so one of them may be creating this journal
+/// right now. None appearing is a journal that was emptied.
 fn schema_appears(conn: &Connection, path: &Path) -> Result<bool, Error> {
     for _ in 0..40 {
         // Real time: waits for another process's commit on this machine, not a time of the run.

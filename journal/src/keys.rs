@@ -18,7 +18,9 @@ use crate::error::Error;
 
 type HmacSha256 = Hmac<Sha256>;
 
-const KEY_LEN: usize = 32;
+pub(crate) const KEY_LEN: usize = 32;
+/// The key is a secret: readable by its owner only.
+pub(crate) const KEY_MODE: u32 = 0o600;
 const NONCE_LEN: usize = 12;
 const DIGEST_PREFIX: &str = "hmac-sha256:";
 const SEALED_PREFIX: &str = "sealed:v1:";
@@ -59,15 +61,12 @@ impl Keys {
         Keys { chain, digest, anchor, seal: ChaCha20Poly1305::new((&seal_key).into()) }
     }
 
-    /// Reads the key next to `journal`, creating it first if it is missing and `create` is set.
-    pub(crate) fn load(journal: &Path, create: bool) -> Result<Keys, Error> {
+    /// Reads the key next to `journal`. A new journal's key is made by `creation.rs`, never
+    /// here: a journal that reaches this without its key has lost it.
+    pub(crate) fn load(journal: &Path) -> Result<Keys, Error> {
         let path = key_path(journal);
         match read_key(&path) {
             Ok(master) => Ok(Keys::from_master(&master)),
-            Err(Error::Io { source, .. }) if create && source.kind() == std::io::ErrorKind::NotFound => {
-                create_key(&path)?;
-                Ok(Keys::from_master(&read_key(&path)?))
-            }
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Err(Error::Key(format!(
                 "key file `{}` is missing; without it the journal cannot be verified or its sealed values read",
                 path.display()
@@ -145,19 +144,6 @@ fn read_key(path: &Path) -> Result<[u8; KEY_LEN], Error> {
     bytes.try_into().map_err(|bytes: Vec<u8>| {
         Error::Key(format!("key file `{}` holds {} bytes, expected {KEY_LEN}", path.display(), bytes.len()))
     })
-}
-
-/// Publishes a new key atomically, never over an existing one: two processes opening a new
-/// journal at once agree on one key (the first published), and neither ever reads a
-/// half-written file.
-fn create_key(path: &Path) -> Result<(), Error> {
-    let master: [u8; KEY_LEN] = rand::random();
-    match runbook_files::write(path, &master, runbook_files::PRIVATE, runbook_files::Existing::Keep) {
-        Ok(()) => Ok(()),
-        // Someone else won the race; their key is the key.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(Error::io(path, e)),
-    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,9 @@ mod bench;
 mod chain;
 mod clock;
 mod connection;
+mod crash_point;
+mod creation;
+mod creation_lock;
 mod error;
 mod event;
 mod head;
@@ -15,6 +18,7 @@ mod lock;
 mod queries;
 mod records;
 mod schema;
+mod unfinished;
 mod verify;
 mod writer;
 

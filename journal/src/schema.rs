@@ -127,6 +127,7 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path, keys: &Keys) -> Result
         }
         tx.pragma_update(None, "user_version", target).map_err(sqlite)?;
         tx.commit().map_err(sqlite)?;
+        crate::crash_point::reached();
     }
     Ok(())
 }

@@ -16,6 +16,7 @@ mod hypershift_standin;
 mod idempotent;
 mod interrupt;
 mod invalid_inputs;
+mod journal_creation;
 mod journal_trust;
 mod kube_resume;
 mod kubectl;

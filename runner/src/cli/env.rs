@@ -91,7 +91,12 @@ impl Env {
         if !self.journal_path.exists() {
             return Ok(None);
         }
-        Ok(Some(Arc::new(Journal::open_existing(&self.journal_path)?)))
+        match Journal::open_existing(&self.journal_path) {
+            Ok(journal) => Ok(Some(Arc::new(journal))),
+            // A journal whose creation never finished: its leftovers were just removed.
+            Err(runbook_journal::Error::NotFound(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     pub fn require_journal(&self) -> CliResult<Arc<Journal>> {

@@ -147,7 +147,12 @@ pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Importe
 
     // Re-importing the same file changes nothing.
     let journal = match journal_path.try_exists() {
-        Ok(true) => Some(Journal::open_existing(journal_path)?),
+        Ok(true) => match Journal::open_existing(journal_path) {
+            Ok(journal) => Some(journal),
+            // A journal whose creation never finished: its leftovers were just removed.
+            Err(runbook_journal::Error::NotFound(_)) => None,
+            Err(e) => return Err(e.into()),
+        },
         _ => None,
     };
     if let Some(journal) = &journal {
