@@ -342,6 +342,21 @@ fn check_exec_inputs(inputs: &Value) -> Vec<InputProblem> {
     if inputs.get("cwd").and_then(Value::as_str).is_some_and(|d| d.contains('\0')) {
         problems.push(nul("/cwd".into(), "cwd"));
     }
+    for field in ["ok_exit_codes", "retry_exit_codes"] {
+        for (i, code) in inputs.get(field).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            // A reference is checked when the step runs; a literal must be an exit status a
+            // process can have (0 to 255 on Unix), else the run would refuse it only then.
+            if code.is_string() {
+                continue;
+            }
+            if !code.as_i64().is_some_and(|c| (0..=255).contains(&c)) {
+                problems.push(
+                    InputProblem::new(format!("/{field}/{i}"), format!("{code} is not an exit status"))
+                        .with_hint("a program exits with a status from 0 to 255"),
+                );
+            }
+        }
+    }
     if inputs.get("ok_exit_codes").and_then(Value::as_array).is_some_and(Vec::is_empty) {
         problems.push(
             InputProblem::new("/ok_exit_codes", "no exit code counts as success, so the step can never succeed")

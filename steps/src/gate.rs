@@ -184,6 +184,27 @@ fn check_gate_inputs(inputs: &Value) -> Vec<InputProblem> {
                     .with_hint(format!("add one of: {}", COMPARISONS.join(", "))),
             );
         }
+        // One comparison per assertion: with two (`equals` and `matches`, say) a failure could
+        // not say which one the value missed, and two literals that contradict each other
+        // would make a gate no value passes, found out only when the run reaches it.
+        let given: Vec<&str> = COMPARISONS
+            .iter()
+            .copied()
+            .filter(|key| fields.get(*key).is_some_and(|v| !v.is_null() && !switched_off(key, v)))
+            .collect();
+        if given.len() > 1 {
+            problems.push(
+                InputProblem::new(
+                    format!("/assert/{i}/{}", given[1]),
+                    format!(
+                        "this assertion compares in {} ways ({}); an assertion makes one comparison",
+                        given.len(),
+                        given.join(", ")
+                    ),
+                )
+                .with_hint("split it into one assertion per comparison, each with its own `name`"),
+            );
+        }
         if let Some(pattern) = fields.get("matches").and_then(known_text)
             && let Err(e) = regex::Regex::new(pattern)
         {

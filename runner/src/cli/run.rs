@@ -209,8 +209,14 @@ pub async fn plan(env: &Env, name: &str, var_args: &VarArgs, fresh: bool, rerun:
     let rows = predict(&prepared, &prior, journal.as_deref(), &rerun_set(rerun), &work_dir);
     let mut text = String::new();
     writeln!(text, "plan for {} ({} step instances)", prepared.runbook.name(), rows.len()).ok();
+    // On a first run nearly every line would end "it has not run before": say it once.
+    let new = rows.iter().filter(|r| r.2 == crate::plan::NOT_RUN_BEFORE).count();
+    if new > 1 {
+        writeln!(text, "  ({new} of them have not run before: `run` with no reason below)").ok();
+    }
     for row in &rows {
-        writeln!(text, "  {:<5} {:<40} {}", row.0, row.1, row.2).ok();
+        let reason = if new > 1 && row.2 == crate::plan::NOT_RUN_BEFORE { "" } else { row.2.as_str() };
+        writeln!(text, "{}", format!("  {:<5} {:<40} {}", row.0, row.1, reason).trim_end()).ok();
     }
     if let Err(CliError::User { message, hint }) = check_interrupted(&prepared, &prior, rerun) {
         writeln!(text, "warning: {message}\n  hint: {}", hint.unwrap_or_default()).ok();
@@ -249,7 +255,7 @@ fn predict(
                 decided[i] = Some((
                     "run",
                     if journal.is_none() {
-                        "it has not run before".into()
+                        crate::plan::NOT_RUN_BEFORE.into()
                     } else {
                         "an earlier step runs first; decided then".into()
                     },

@@ -182,6 +182,13 @@ impl RefChecker<'_> {
                         "`[item]` needs a step with for_each".into(),
                         Some("add for_each to this step, or name the instance: `[key]`".into()),
                     )),
+                    Some(Selector::Key(key)) => match literal_item_keys(target.spec.for_each.as_ref()) {
+                        Some(keys) if !keys.contains(key) => Err((
+                            format!("step `{step}` has no instance `{key}`"),
+                            Some(format!("its for_each items are named: {}", keys.join(", "))),
+                        )),
+                        _ => Ok(Some(step.clone())),
+                    },
                     _ => Ok(Some(step.clone())),
                 }
             }
@@ -189,6 +196,20 @@ impl RefChecker<'_> {
                 "`item` is only defined in a step with for_each".into(),
                 Some("add `for_each = [...]` to this step".into()),
             )),
+            Reference::Item(Some(field)) => match from.spec.for_each.as_ref().and_then(Value::as_array) {
+                // Literal items are known now: one without the field would fail its instance
+                // only when the run reaches it.
+                Some(items) => {
+                    match items.iter().find(|item| item.as_object().is_none_or(|o| !o.contains_key(field))) {
+                        Some(item) if !has_reference(item) => Err((
+                            format!("the for_each item {item} has no field `{field}`"),
+                            Some("give every item the field, or refer to one the items have".into()),
+                        )),
+                        _ => Ok(None),
+                    }
+                }
+                None => Ok(None),
+            },
             Reference::Item(_) | Reference::Run(_) => Ok(None),
             Reference::Required { alias, output } => match self.file.requires.get(alias) {
                 None => {
@@ -561,5 +582,25 @@ fn check_default_by(
         } else if let Err(why) = vars::check_value(name, spec, default, false) {
             problems.push(doc.problem(&pointer, format!("default of `{name}` for {} = {value}: {why}", by.var)));
         }
+    }
+}
+
+/// The instance keys of a literal `for_each` (as the plan names them), when every item is known
+/// before the run: None for a reference to a list, or items holding references.
+fn literal_item_keys(for_each: Option<&Value>) -> Option<Vec<String>> {
+    let items = for_each?.as_array()?;
+    if items.iter().any(has_reference) {
+        return None;
+    }
+    Some(crate::plan::instance_keys(items, false))
+}
+
+/// Whether a literal holds `${…}` anywhere (its value is known only when it is resolved).
+fn has_reference(value: &Value) -> bool {
+    match value {
+        Value::String(text) => text.contains("${"),
+        Value::Array(items) => items.iter().any(has_reference),
+        Value::Object(map) => map.values().any(has_reference),
+        _ => false,
     }
 }

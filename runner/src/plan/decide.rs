@@ -7,6 +7,10 @@ use serde_json::{Map, Value};
 
 use crate::plan::prior::{Done, Prior};
 
+/// Why a step runs when nothing of it is in the journal: the reason most steps of a first run
+/// have, which a person is told once, not on every line.
+pub const NOT_RUN_BEFORE: &str = "it has not run before";
+
 /// What to do with one step instance, and why.
 #[derive(Debug)]
 pub enum Decision<'a> {
@@ -47,7 +51,7 @@ pub fn decide<'a>(
         ));
     }
     match prior.done.get(instance) {
-        None => Decision::Run("it has not run before".into()),
+        None => Decision::Run(NOT_RUN_BEFORE.into()),
         Some(done) if done.digest == digest => match prior.made_elsewhere(done) {
             Some(why) => Decision::Run(why),
             None => Decision::Reuse(done),

@@ -59,6 +59,57 @@ pub fn item_key(item: &Value, index: usize, secret: bool) -> String {
     }
 }
 
+/// The keys naming a list's items: [`item_key`], except that a list of Azure resource ids is
+/// named by the resources' own names (`delete_identity[demo-hc-disk-csi]`, not a 200-character
+/// id) when those are unique in the list, as they are for the ids a runbook hands over.
+pub fn instance_keys(items: &[Value], secret: bool) -> Vec<String> {
+    let keys: Vec<String> = items.iter().enumerate().map(|(i, item)| item_key(item, i, secret)).collect();
+    let names: Option<Vec<String>> = keys
+        .iter()
+        .map(|key| {
+            let resource = key.starts_with("/subscriptions/") && key.len() > "/subscriptions/".len();
+            resource.then(|| key.rsplit('/').next().filter(|n| !n.is_empty()).map(str::to_string)).flatten()
+        })
+        .collect();
+    match names {
+        Some(names)
+            if !names.is_empty() && names.iter().collect::<std::collections::HashSet<_>>().len() == names.len() =>
+        {
+            names
+        }
+        _ => keys,
+    }
+}
+
+/// The item fields a step reads (`${item.field}`) in its inputs, `when` and `serialize` key.
+fn item_fields(def: &crate::model::StepDef) -> Vec<String> {
+    fn strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+        match value {
+            Value::String(text) => out.push(text),
+            Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+            Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+    let inputs = Value::Object(def.spec.inputs.clone());
+    let mut texts = Vec::new();
+    strings(&inputs, &mut texts);
+    texts.extend(def.spec.when.as_deref());
+    texts.extend(def.spec.serialize.as_deref());
+    let mut fields = Vec::new();
+    for text in texts {
+        let Ok(interpolation) = crate::model::refs::parse(text) else { continue };
+        for reference in interpolation.references() {
+            if let crate::model::refs::Reference::Item(Some(field)) = reference
+                && !fields.contains(field)
+            {
+                fields.push(field.clone());
+            }
+        }
+    }
+    fields
+}
+
 /// Errors point at the step's `for_each` or `when` in the runbook.
 pub fn expand(runbook: &Runbook, scope: &Scope<'_>) -> Result<Plan, Problem> {
     let mut plan = Plan { of_step: vec![Vec::new(); runbook.steps.len()], ..Default::default() };
@@ -91,16 +142,30 @@ pub fn expand(runbook: &Runbook, scope: &Scope<'_>) -> Result<Plan, Problem> {
         };
         let instances: Vec<(String, Option<(String, Value)>)> = match items {
             None => vec![(def.id().to_string(), None)],
-            Some((items, secret)) => items
-                .into_iter()
-                .enumerate()
-                .map(|(i, item)| {
-                    let key = item_key(&item, i, secret);
-                    (format!("{}[{key}]", def.id()), Some((key, item)))
-                })
-                .collect(),
+            Some((items, secret)) => {
+                let keys = instance_keys(&items, secret);
+                items
+                    .into_iter()
+                    .zip(keys)
+                    .map(|(item, key)| (format!("{}[{key}]", def.id()), Some((key, item))))
+                    .collect()
+            }
         };
+        let fields = item_fields(def);
         for (id, item) in instances {
+            // Items come from a variable's value only now: one without a field the step reads
+            // would fail its instance only when the run reaches it.
+            if let Some((key, value)) = &item
+                && let Some(field) = fields.iter().find(|f| value.as_object().is_none_or(|o| !o.contains_key(*f)))
+            {
+                return Err(problem(
+                    &for_each_at,
+                    format!(
+                        "for_each item `{key}` has no field `{field}`, which the step reads as `${{item.{field}}}`"
+                    ),
+                )
+                .with_hint("give every item of the list the field (see `runbook show` for the variable's shape)"));
+            }
             let skipped_by_when = match &def.when {
                 None => false,
                 Some(condition) => {
@@ -249,6 +314,21 @@ mod tests {
         pass_on_dependencies_of_skipped(&mut plan, &ordered_after);
         let deps: Vec<&Vec<usize>> = plan.instances.iter().map(|i| &i.deps).collect();
         assert_eq!(deps, [&vec![], &vec![0], &vec![], &vec![0], &vec![3], &vec![], &vec![0, 4]]);
+    }
+
+    #[test]
+    fn a_list_of_resource_ids_is_named_by_the_resources_names_when_they_are_unique() {
+        let ids = |names: &[&str]| -> Vec<Value> {
+            names
+                .iter()
+                .map(|n| serde_json::json!(format!("/subscriptions/s/resourceGroups/g/providers/P/t/{n}")))
+                .collect()
+        };
+        assert_eq!(instance_keys(&ids(&["demo-hc-disk", "demo-hc-file"]), false), ["demo-hc-disk", "demo-hc-file"]);
+        let twice = ids(&["same", "same"]);
+        assert_eq!(instance_keys(&twice, false), [twice[0].as_str().unwrap(), twice[1].as_str().unwrap()]);
+        assert_eq!(instance_keys(&ids(&["a", "b"]), true), ["0", "1"]);
+        assert_eq!(instance_keys(&[serde_json::json!("disk")], false), ["disk"]);
     }
 
     #[test]

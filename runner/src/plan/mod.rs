@@ -7,8 +7,8 @@ mod history;
 mod prior;
 mod scope;
 
-pub use decide::{Decision, decide};
-pub use expand::{Instance, Plan, expand, item_key};
+pub use decide::{Decision, NOT_RUN_BEFORE, decide};
+pub use expand::{Instance, Plan, expand, instance_keys, item_key};
 pub use history::History;
 pub use prior::{Done, Prior, RequiredValues, load_prior, load_required, required_secrets};
 pub use scope::{Resolved, Scope};

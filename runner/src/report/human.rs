@@ -18,6 +18,9 @@ pub struct HumanReporter {
     total: usize,
     finished: usize,
     shown: bool,
+    /// "it has not run before" was printed once in this run; later starts for that reason
+    /// print none.
+    said_not_run_before: bool,
 }
 
 /// Progress appears only after this long, so quick runs print nothing but their result.
@@ -36,6 +39,7 @@ impl HumanReporter {
             total: 0,
             finished: 0,
             shown: false,
+            said_not_run_before: false,
         }
     }
 
@@ -120,7 +124,12 @@ impl Reporter for HumanReporter {
                     self.spinners.insert(step.clone(), spinner);
                 } else if self.mode == DisplayMode::Lines {
                     let again = if *attempt > 1 { format!(" (attempt {attempt})") } else { String::new() };
-                    self.line(format!("{} start {step}{again}: {reason}", self.counter()));
+                    if reason == crate::plan::NOT_RUN_BEFORE && self.said_not_run_before {
+                        self.line(format!("{} start {step}{again}", self.counter()));
+                    } else {
+                        self.said_not_run_before |= reason == crate::plan::NOT_RUN_BEFORE;
+                        self.line(format!("{} start {step}{again}: {reason}", self.counter()));
+                    }
                 }
             }
             EngineEvent::StepRetrying { step, try_number, max_tries, delay_ms, code, error, .. } => {
