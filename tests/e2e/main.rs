@@ -14,6 +14,7 @@ mod doctor;
 mod handoff;
 mod hypershift_standin;
 mod idempotent;
+mod init;
 mod interrupt;
 mod invalid_inputs;
 mod journal_creation;

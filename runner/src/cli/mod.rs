@@ -14,6 +14,7 @@ pub(crate) mod export;
 #[cfg(feature = "sandbox")]
 mod idempotence;
 pub(crate) mod import;
+mod init;
 mod inspect;
 #[cfg(feature = "sandbox")]
 pub mod namespace;
@@ -138,6 +139,15 @@ pub enum Command {
     List,
     /// Show a runbook: persona, variables, requirements, steps
     Show { name: String },
+    /// Write a vars file to start from: every variable described, the ones to fill in first
+    /// (`plan` refuses them until they have values), defaults commented out, no secret values.
+    /// Never overwrites a file
+    Init {
+        /// A bundled runbook's name, or a runbook file
+        runbook: String,
+        /// Where to write it (default: RUNBOOK-NAME.vars.toml in this directory)
+        path: Option<PathBuf>,
+    },
     /// Draw a runbook's step graph
     Graph {
         name: String,
@@ -454,6 +464,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
     match cli.command {
         Command::List => catalog::list(&env),
         Command::Show { name } => catalog::show(&env, &name),
+        Command::Init { runbook, path } => init::init(&env, &runbook, path),
         Command::Graph { name, format } => catalog::graph(&env, &name, format),
         Command::Schema => catalog::schema(),
         Command::Completions { shell } => {

@@ -84,8 +84,10 @@ pub fn resolve(runbook: &Runbook, inputs: &VarInputs) -> Result<VarValues, Vec<P
         }
     }
 
+    // Variables the vars file gave a value that was refused (reported there, not again as missing).
+    let mut refused = BTreeSet::new();
     if let Some(path) = &inputs.file {
-        read_vars_file(path, specs, &mut out, &mut problems);
+        refused = read_vars_file(path, specs, &mut out, &mut problems);
     }
 
     for (name, spec) in specs {
@@ -121,6 +123,7 @@ pub fn resolve(runbook: &Runbook, inputs: &VarInputs) -> Result<VarValues, Vec<P
 
     for (name, spec) in specs {
         match out.values.get(name) {
+            None if refused.contains(name) => {}
             None => problems.push(
                 runbook.doc.key_problem(&format!("/vars/{name}"), format!("variable `{name}` has no value")).with_hint(
                     format!("set it in the vars file (`{name} = …`), with --var {name}=… or {}", env_name(name)),
@@ -168,19 +171,26 @@ fn choose_defaults_by(specs: &BTreeMap<String, VarSpec>, out: &mut VarValues) {
     }
 }
 
-fn read_vars_file(path: &Path, specs: &BTreeMap<String, VarSpec>, out: &mut VarValues, problems: &mut Vec<Problem>) {
+/// Returns the variables whose value in the file was refused.
+fn read_vars_file(
+    path: &Path,
+    specs: &BTreeMap<String, VarSpec>,
+    out: &mut VarValues,
+    problems: &mut Vec<Problem>,
+) -> BTreeSet<String> {
+    let mut refused = BTreeSet::new();
     let text = match crate::model::read::read_text(path, "vars file") {
         Ok(t) => t,
         Err(problem) => {
             problems.push(problem);
-            return;
+            return refused;
         }
     };
     let doc = match parse_toml(SourceFile::new(path, text)) {
         Ok(d) => d,
         Err(mut syntax) => {
             problems.append(&mut syntax);
-            return;
+            return refused;
         }
     };
     let base = path.parent().unwrap_or(Path::new("."));
@@ -200,6 +210,7 @@ fn read_vars_file(path: &Path, specs: &BTreeMap<String, VarSpec>, out: &mut VarV
             Ok(None) => raw.clone(),
             Err(why) => {
                 problems.push(doc.problem(&pointer, why).unquoted_if(spec.secret));
+                refused.insert(name.clone());
                 continue;
             }
         };
@@ -209,6 +220,7 @@ fn read_vars_file(path: &Path, specs: &BTreeMap<String, VarSpec>, out: &mut VarV
                     Ok(v) => v,
                     Err(why) => {
                         problems.push(doc.problem(&pointer, why).unquoted_if(spec.secret));
+                        refused.insert(name.clone());
                         continue;
                     }
                 }
@@ -220,14 +232,22 @@ fn read_vars_file(path: &Path, specs: &BTreeMap<String, VarSpec>, out: &mut VarV
                 out.values.insert(name.clone(), value);
                 out.source.insert(name.clone(), "vars file".into());
             }
-            Err(why) => problems.push(doc.problem(&pointer, why).maybe_hint(rule_hint(spec)).unquoted_if(spec.secret)),
+            Err(why) => {
+                problems.push(doc.problem(&pointer, why).maybe_hint(rule_hint(spec)).unquoted_if(spec.secret));
+                refused.insert(name.clone());
+            }
         }
     }
+    refused
 }
 
 /// `{ from_file = "path" }` or `{ from_env = "NAME" }`: keeps secrets out of the vars file.
 fn indirect(raw: &Value, base: &Path) -> Result<Option<Value>, String> {
     let Some(table) = raw.as_object() else { return Ok(None) };
+    // What `runbook init` writes for a value only the user can give.
+    if let (Some(Value::String(what)), 1) = (table.get("fill_in"), table.len()) {
+        return Err(format!("still to be filled in: {what}"));
+    }
     match (table.get("from_file"), table.get("from_env"), table.len()) {
         (Some(Value::String(file)), None, 1) => {
             let path = base.join(file);
