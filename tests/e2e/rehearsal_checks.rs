@@ -154,9 +154,12 @@ pub fn assert_identities_made_by_create_iam(result: &Value) {
     assert!(after_phase1.iter().any(|id| id.ends_with("/federatedidentitycredentials/rehearse-hc-cpo-fed-id")));
 }
 
-/// The attempts the step `step` of the first run of `runbook` made, from its journal's timeline.
+/// The attempts the step `step` of the first run of `runbook` made, from its journal's timeline
+/// (the Azure administrator's for Phase 1 and the shared resources' cleanup, else the HyperShift
+/// administrator's).
 pub fn attempts_of(env: &crate::support::TestEnv, result: &Value, runbook: &str, step: &str) -> usize {
-    let journal = result["handoff"]["from"]["journal"].as_str().expect("the first person's journal");
+    let person = if matches!(runbook, "phase1-workload-identity" | "cleanup-shared-resources") { "from" } else { "to" };
+    let journal = result["handoff"][person]["journal"].as_str().expect("the person's journal");
     let run = run_of(result, runbook)["run_id"].as_str().expect("a run id").to_string();
     let out = crate::support::Run::from(
         env.command_on(std::path::Path::new(journal), &["timeline", &run, "--format", "chrome"]).output().unwrap(),
@@ -169,4 +172,24 @@ pub fn attempts_of(env: &crate::support::TestEnv, result: &Value, runbook: &str,
         .iter()
         .filter(|e| e["args"]["step"] == step && e["args"]["span"]["what"] == "attempt")
         .count()
+}
+
+/// Phase 3 with `infra_tool = "hypershift"`: `create infra azure` ran and `create cluster azure`
+/// took its output (the native create steps were skipped); the private zone, its link, the
+/// egress IP and load balancer are in the managed group after Phase 3.
+pub fn assert_made_by_create_infra(env: &crate::support::TestEnv, result: &Value) {
+    let ran = |step: &str| attempts_of(env, result, "phase3-hosted-cluster", step);
+    let (infra, infra_no_dns) = (ran("create_infra"), ran("create_infra_no_external_dns"));
+    assert_eq!((infra > 0) as u8 + (infra_no_dns > 0) as u8, 1, "one create infra ran: {infra}, {infra_no_dns}");
+    let from_infra = ran("create_cluster_from_infra") + ran("create_cluster_from_infra_no_external_dns");
+    assert!(from_infra > 0, "create cluster --infra-json ran");
+    assert_eq!(ran("create_cluster") + ran("create_cluster_no_external_dns"), 0, "the native create was skipped");
+    let after_phase3: Vec<String> = ids(&run_of(result, "phase3-hosted-cluster")["resources"])
+        .into_iter()
+        .map(str::to_ascii_lowercase)
+        .filter(|id| id.contains("/resourcegroups/rehearse-managed-rg/"))
+        .collect();
+    for kind in ["/privatednszones/", "/virtualnetworklinks/", "/publicipaddresses/", "/loadbalancers/"] {
+        assert!(after_phase3.iter().any(|id| id.contains(kind)), "{kind} after Phase 3: {after_phase3:#?}");
+    }
 }

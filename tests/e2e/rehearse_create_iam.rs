@@ -1,18 +1,30 @@
-//! Phase 1's other way to make the workload identities: `identity_tool = "hypershift"` runs
-//! `hypershift create iam azure` (the upstream documentation's 8 identities and 13 credentials),
-//! Phase 3 creates the cluster from the file it wrote, and cleanup's `destroy iam azure` takes
-//! them. The tool writes each credential right after its identity and does not repeat Azure's
-//! `ParentResourceNotFound` while the identity is new: the step's retry absorbs it.
+//! The upstream documentation's commands in place of the procedure's: Phase 1's
+//! `identity_tool = "hypershift"` runs `hypershift create iam azure` (8 identities and 13
+//! credentials) and cleanup's `destroy iam azure` takes them; Phase 3's `infra_tool =
+//! "hypershift"` runs `hypershift create infra azure` and gives its output to `create cluster
+//! azure --infra-json`. The iam tool writes each credential right after its identity and does not
+//! repeat Azure's `ParentResourceNotFound` while the identity is new: the step's retry absorbs it.
 
 use crate::rehearsal_checks::{
-    assert_every_runbook_succeeded, assert_identities_made_by_create_iam, assert_nothing_left, attempts_of,
+    assert_every_runbook_succeeded, assert_identities_made_by_create_iam, assert_made_by_create_infra,
+    assert_nothing_left, attempts_of,
 };
 use crate::support::TestEnv;
 
 #[test]
-fn with_hypershift_create_iam_every_phase_then_nothing_remains() {
+fn with_hypershift_create_iam_and_create_infra_every_phase_then_nothing_remains() {
     let env = TestEnv::new();
-    let out = env.run(&["rehearse", "--identity-tool", "hypershift", "--output", "json", "--dir", "rehearsals"]);
+    let out = env.run(&[
+        "rehearse",
+        "--identity-tool",
+        "hypershift",
+        "--infra-tool",
+        "hypershift",
+        "--output",
+        "json",
+        "--dir",
+        "rehearsals",
+    ]);
     assert_eq!(out.code, 0, "{}", out.all());
     let result = out.last_json();
     assert_every_runbook_succeeded(&result);
@@ -21,6 +33,7 @@ fn with_hypershift_create_iam_every_phase_then_nothing_remains() {
     // carried it through, one identity further each time.
     let attempts = attempts_of(&env, &result, "phase1-workload-identity", "hypershift_iam");
     assert!(attempts > 1, "create iam azure ran {attempts} time(s)");
+    assert_made_by_create_infra(&env, &result);
     assert_nothing_left(&result);
 }
 

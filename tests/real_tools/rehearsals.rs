@@ -122,15 +122,19 @@ fn every_phase_with_the_real_tools_under_faults() {
     assert_nothing_left(&result);
 }
 
-/// Phase 1's identities made by the real `hypershift create iam azure` (8 identities, 13
-/// credentials): the real tool does not repeat `ParentResourceNotFound` for a credential written
-/// right after its new identity, and the step's retry absorbs it; Phase 3's real `create cluster`
-/// takes the file it wrote, and cleanup's real `destroy iam azure` removes them.
+/// The upstream documentation's commands: Phase 1's identities made by the real `hypershift
+/// create iam azure` (8 identities, 13 credentials; the real tool does not repeat
+/// `ParentResourceNotFound` for a credential written right after its new identity, and the step's
+/// retry absorbs it), Phase 3's real `create infra azure` whose output the real `create cluster
+/// azure --infra-json` takes, and cleanup's real `destroy iam azure`.
 #[test]
 #[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see README"]
-fn every_phase_with_the_real_hypershift_create_iam() {
+fn every_phase_with_the_real_hypershift_create_iam_and_create_infra() {
     let env = TestEnv::new();
-    let result = rehearse_with_real_tools(&env, &["--identity-tool", "hypershift", "--no-external-dns"]);
+    let result = rehearse_with_real_tools(
+        &env,
+        &["--identity-tool", "hypershift", "--infra-tool", "hypershift", "--no-external-dns"],
+    );
     assert_the_real_tools_did_the_work(&result);
     let programs: Vec<&str> = result["request_programs"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(programs.iter().any(|p| p.starts_with("azsdk-go-armmsi/")), "create iam's identity clients: {programs:?}");
@@ -138,5 +142,6 @@ fn every_phase_with_the_real_hypershift_create_iam() {
     crate::rehearsal_checks::assert_identities_made_by_create_iam(&result);
     let attempts = crate::rehearsal_checks::attempts_of(&env, &result, "phase1-workload-identity", "hypershift_iam");
     assert!(attempts > 1, "the real create iam azure ran {attempts} time(s)");
+    crate::rehearsal_checks::assert_made_by_create_infra(&env, &result);
     assert_nothing_left(&result);
 }

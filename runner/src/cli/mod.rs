@@ -306,6 +306,10 @@ pub enum Command {
         /// procedure's 7 and 12), or hypershift (`hypershift create iam azure`: 8 and 13)
         #[arg(long, default_value = "native", value_parser = ["native", "hypershift"])]
         identity_tool: String,
+        /// Who makes Phase 3's private DNS zone, egress load balancer and identity roles: native
+        /// (`create cluster azure` itself), or hypershift (`create infra azure`, then `--infra-json`)
+        #[arg(long, default_value = "native", value_parser = ["native", "hypershift"])]
+        infra_tool: String,
         /// Take the procedure's path without External DNS: no DNS zone, delegation or External DNS
         /// principal in Phase 1, `hypershift install` and `create cluster azure` without the
         /// External DNS flags (the API is published through the cluster's load balancer)
@@ -510,6 +514,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             check_idempotent,
             oidc_tool,
             identity_tool,
+            infra_tool,
             no_external_dns,
             serve,
             programs,
@@ -528,6 +533,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
                 check_idempotent,
                 &oidc_tool,
                 &identity_tool,
+                &infra_tool,
                 !no_external_dns,
                 serve,
             )

@@ -89,6 +89,8 @@ pub struct Rehearsal {
     pub oidc_tool: String,
     /// Phase 1's `identity_tool`: native, or hypershift (`create iam azure`).
     pub identity_tool: String,
+    /// Phase 3's `infra_tool`: native, or hypershift (`create infra azure`, then `--infra-json`).
+    pub infra_tool: String,
     /// The procedure's DNS strategy: with External DNS (its Option 1) or without (Option 2).
     pub external_dns: bool,
 }
@@ -136,6 +138,7 @@ impl Rehearsal {
             env,
             oidc_tool: "native".into(),
             identity_tool: "native".into(),
+            infra_tool: "native".into(),
             external_dns: true,
         })
     }
@@ -144,10 +147,14 @@ impl Rehearsal {
     /// `run_finished` data (timings, critical path).
     pub async fn run_phase(&self, number: u8, runbook: &str) -> CliResult<(Exit, Value, Value)> {
         let vars_file = self.workdir.join(format!("{runbook}.vars.toml"));
-        let text = match later_phase_vars(runbook, &self.workdir).map_err(|e| CliError::Internal(e.into()))? {
+        let mut text = match later_phase_vars(runbook, &self.workdir).map_err(|e| CliError::Internal(e.into()))? {
             Some(text) => text,
             None => phase_vars(number, self),
         };
+        if runbook == "phase3-hosted-cluster" {
+            // Who makes the cluster's private zone, load balancer and roles.
+            text.push_str(&format!("infra_tool = \"{}\"\n", self.infra_tool));
+        }
         runbook_files::write(&vars_file, text.as_bytes(), runbook_files::PUBLIC, runbook_files::Existing::Replace)
             .map_err(|e| CliError::Internal(e.into()))?;
         phase_files(number, &self.workdir).map_err(|e| CliError::Internal(e.into()))?;
@@ -621,6 +628,7 @@ pub async fn rehearse(
     check_idempotent: bool,
     oidc_tool: &str,
     identity_tool: &str,
+    infra_tool: &str,
     external_dns: bool,
     serve_after: bool,
 ) -> CliResult {
@@ -628,6 +636,7 @@ pub async fn rehearse(
     let mut rehearsal = Rehearsal::start(env, &base, journal.as_deref(), &options, &programs, None).await?;
     rehearsal.oidc_tool = oidc_tool.to_string();
     rehearsal.identity_tool = identity_tool.to_string();
+    rehearsal.infra_tool = infra_tool.to_string();
     rehearsal.external_dns = external_dns;
     // In a private network (--public-names) only loopback exists: say so, from the kernel's list.
     let interfaces = options

@@ -149,25 +149,40 @@ fn parse_reference(body: &str) -> Result<Reference, String> {
     }
 }
 
-/// A `when` condition: a reference, optionally negated or compared with a quoted literal.
+/// A `when` condition: a reference, optionally negated or compared with a quoted literal; or
+/// several joined by `&&`, all of which must hold.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Condition {
     Truthy { reference: Reference, negated: bool },
     Compare { reference: Reference, equal: bool, literal: String },
+    All(Vec<Condition>),
 }
 
 impl Condition {
-    pub fn reference(&self) -> &Reference {
+    /// Every reference the condition tests.
+    pub fn references(&self) -> Vec<&Reference> {
         match self {
-            Condition::Truthy { reference, .. } | Condition::Compare { reference, .. } => reference,
+            Condition::Truthy { reference, .. } | Condition::Compare { reference, .. } => vec![reference],
+            Condition::All(parts) => parts.iter().flat_map(Condition::references).collect(),
         }
     }
 }
 
 pub fn parse_condition(text: &str) -> Result<Condition, String> {
+    if text.contains("&&") {
+        let parts: Vec<Condition> = text.split("&&").map(parse_one_condition).collect::<Result<_, _>>()?;
+        return Ok(Condition::All(parts));
+    }
+    parse_one_condition(text)
+}
+
+fn parse_one_condition(text: &str) -> Result<Condition, String> {
     let re = regex::Regex::new(r"^\s*(!)?\s*\$\{([^}]*)\}\s*(?:(==|!=)\s*'([^']*)')?\s*$").expect("valid regex");
     let caps = re.captures(text).ok_or_else(|| {
-        format!("`{text}` is not a condition; use `${{vars.x}}`, `!${{vars.x}}` or `${{vars.x}} == 'value'`")
+        format!(
+            "`{}` is not a condition; use `${{vars.x}}`, `!${{vars.x}}` or `${{vars.x}} == 'value'`, joined by `&&`",
+            text.trim()
+        )
     })?;
     let reference = parse_reference(caps[2].trim())?;
     match (caps.get(1).is_some(), caps.get(3)) {
@@ -175,13 +190,24 @@ pub fn parse_condition(text: &str) -> Result<Condition, String> {
         (false, Some(op)) => {
             Ok(Condition::Compare { reference, equal: op.as_str() == "==", literal: caps[4].to_string() })
         }
-        (true, Some(_)) => Err(format!("`{text}`: negate with `!=` instead of `!` before a comparison")),
+        (true, Some(_)) => Err(format!("`{}`: negate with `!=` instead of `!` before a comparison", text.trim())),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn conditions_join_with_and() {
+        let condition = parse_condition("${vars.a} && ${vars.tool} == 'hypershift' && !${phase1.dns}").unwrap();
+        let Condition::All(parts) = &condition else { panic!("{condition:?}") };
+        assert_eq!(parts.len(), 3);
+        assert_eq!(condition.references().len(), 3);
+        assert!(matches!(parts[2], Condition::Truthy { negated: true, .. }));
+        assert!(parse_condition("${vars.a} && nope").unwrap_err().contains("`nope` is not a condition"));
+        assert!(parse_condition("${vars.a} &&").is_err());
+    }
 
     #[test]
     fn parses_each_reference_form() {

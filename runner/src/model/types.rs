@@ -120,7 +120,7 @@ pub struct StepSpec {
     /// Steps that must finish first, beyond those this step references.
     #[serde(default)]
     pub after: Vec<String>,
-    /// Run only when this holds: `${vars.x}`, `!${vars.x}`, `${vars.x} == 'v'` or `!=`.
+    /// Run only when this holds: `${vars.x}`, `!${vars.x}`, `${vars.x} == 'v'` or `!=`; several joined by `&&`.
     pub when: Option<String>,
     /// Run once per item: a list, or a reference to a list variable. `${item}` is the current item.
     pub for_each: Option<Value>,

@@ -387,18 +387,29 @@ fn check_step(doc: &Document, def: &StepDef, checker: &RefChecker<'_>, problems:
         let at = format!("{pointer}/when");
         match refs::parse_condition(when) {
             Err(why) => problems.push(doc.problem(&at, why)),
-            Ok(condition) => match condition.reference() {
-                Reference::Var(_) | Reference::Required { .. } | Reference::Item(_) => {
-                    if let Err((message, hint)) = checker.check(def, condition.reference()) {
-                        problems.push(doc.problem(&at, message).maybe_hint(hint));
+            Ok(condition) => {
+                let mut decidable = true;
+                for reference in condition.references() {
+                    match reference {
+                        Reference::Var(_) | Reference::Required { .. } | Reference::Item(_) => {
+                            if let Err((message, hint)) = checker.check(def, reference) {
+                                problems.push(doc.problem(&at, message).maybe_hint(hint));
+                            }
+                        }
+                        _ => {
+                            decidable = false;
+                            problems.push(
+                                doc.problem(&at, "`when` may only test variables, items or required values").with_hint(
+                                    "conditions are decided at plan time; use a gate to check a step's result",
+                                ),
+                            );
+                        }
                     }
+                }
+                if decidable {
                     parts.when = Some(condition);
                 }
-                _ => problems.push(
-                    doc.problem(&at, "`when` may only test variables, items or required values")
-                        .with_hint("conditions are decided at plan time; use a gate to check a step's result"),
-                ),
-            },
+            }
         }
     }
 

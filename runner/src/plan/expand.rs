@@ -262,17 +262,24 @@ fn pass_on_dependencies_of_skipped(plan: &mut Plan, ordered_after: &[Vec<usize>]
 }
 
 pub fn evaluate(condition: &Condition, scope: &Scope<'_>) -> Result<bool, String> {
-    let value = scope.resolve_reference(condition.reference())?.value;
-    Ok(match condition {
-        Condition::Truthy { negated, .. } => truthy(&value) != *negated,
-        Condition::Compare { equal, literal, .. } => {
-            let text = match &value {
-                Value::String(s) => s.clone(),
+    match condition {
+        Condition::All(parts) => {
+            for part in parts {
+                if !evaluate(part, scope)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+        Condition::Truthy { reference, negated } => Ok(truthy(&scope.resolve_reference(reference)?.value) != *negated),
+        Condition::Compare { reference, equal, literal } => {
+            let text = match scope.resolve_reference(reference)?.value {
+                Value::String(s) => s,
                 other => other.to_string(),
             };
-            (text == *literal) == *equal
+            Ok((text == *literal) == *equal)
         }
-    })
+    }
 }
 
 fn truthy(value: &Value) -> bool {

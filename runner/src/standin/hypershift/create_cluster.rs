@@ -12,14 +12,11 @@ use serde_json::{Value, json};
 use super::azure::Azure;
 use super::cluster_api::ManagementCluster;
 use super::flags::Parsed;
+use super::infra::{self, Infra};
 use super::objects::{self, HYPERSHIFT_API, NodePoolSpec};
-use super::roles::{self, Scopes};
-use super::{dns_and_lb, go_io_error, refuse_unmodelled, sshkey, validate};
+use super::{go_io_error, refuse_unmodelled, sshkey, validate};
 
 const FIELD_MANAGER: &str = "hypershift-cli";
-const RG_API: &str = "2021-04-01";
-const NETWORK_API: &str = "2024-05-01";
-const DNS_API: &str = "2018-05-01";
 
 const MODELLED: &[&str] = &[
     "kubeconfig",
@@ -39,6 +36,7 @@ const MODELLED: &[&str] = &[
     "fips",
     "auto-repair",
     "infra-id",
+    "infra-json",
     "node-upgrade-type",
     "arch",
     "workload-identities-file",
@@ -82,165 +80,6 @@ fn new_infra_id(name: &str) -> String {
     format!("{name}-{suffix}")
 }
 
-/// The resource group of a resource id (`/subscriptions/s/resourceGroups/RG/...`).
-fn resource_group_of(id: &str, what: &str) -> Result<String, String> {
-    let parts: Vec<&str> = id.split('/').collect();
-    parts
-        .iter()
-        .position(|p| p.eq_ignore_ascii_case("resourceGroups"))
-        .and_then(|i| parts.get(i + 1))
-        .filter(|rg| !rg.is_empty())
-        .map(|rg| rg.to_string())
-        .ok_or_else(|| format!("invalid {what} ID: {id}"))
-}
-
-/// What `create infra azure` found or made.
-struct Infra {
-    resource_group: String,
-    public_zone_id: String,
-    private_zone_id: String,
-    security_group_id: String,
-    vnet_id: String,
-    subnet_id: String,
-    identities: Value,
-}
-
-async fn create_or_get_group(azure: &Azure, flags: &Parsed, name: String) -> Result<String, String> {
-    if let Some(given) = flags.get("resource-group-name").filter(|g| !g.is_empty()) {
-        let id = format!("{}/resourceGroups/{given}", azure.subscription());
-        return match azure.get(&id, RG_API).await? {
-            Some(_) => {
-                println!("Successfully found existing resource group {given}");
-                Ok(given.to_string())
-            }
-            None => Err(format!(
-                "failed to get resource group name, '{given}': ResourceGroupNotFound: Resource group '{given}' could not be found."
-            )),
-        };
-    }
-    let tags: serde_json::Map<String, Value> = flags
-        .list("resource-group-tags")
-        .iter()
-        .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_string(), json!(v))))
-        .collect();
-    let id = format!("{}/resourceGroups/{name}", azure.subscription());
-    azure
-        .ensure(&id, RG_API, json!({ "location": flags.str_or("location", "eastus"), "tags": tags }))
-        .await
-        .map_err(|e| format!("createResourceGroup: failed to create a resource group: {e}"))?;
-    println!("Successfully created resource group {name}");
-    Ok(name)
-}
-
-async fn base_domain_zone(azure: &Azure, base_domain: &str) -> Result<String, String> {
-    let zones = azure
-        .get(&format!("{}/providers/Microsoft.Network/dnszones", azure.subscription()), DNS_API)
-        .await
-        .map_err(|e| format!("failed to retrieve list of DNS zones: {e}"))?
-        .unwrap_or_default();
-    zones["value"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|z| z["name"].as_str() == Some(base_domain))
-        .and_then(|z| z["id"].as_str())
-        .map(str::to_string)
-        .ok_or_else(|| {
-            format!(
-                "could not find DNS zone '{base_domain}' in subscription; ensure a public DNS zone for the base domain exists in the subscription"
-            )
-        })
-}
-
-async fn create_infra(azure: &Azure, flags: &Parsed, name: &str, infra_id: &str) -> Result<Infra, String> {
-    let identities_path = flags.str_or("workload-identities-file", "");
-    if identities_path.is_empty() {
-        return Err("--workload-identities-file is required (created with 'hypershift create iam azure')".into());
-    }
-    let location = flags.str_or("location", "eastus");
-    let resource_group = create_or_get_group(azure, flags, format!("{name}-{infra_id}"))
-        .await
-        .map_err(|e| format!("failed to create a resource group: {e}"))?;
-    let public_zone_id = base_domain_zone(azure, flags.str_or("base-domain", "")).await?;
-
-    let (security_group_id, nsg_resource_group) = match flags.get("network-security-group-id").filter(|v| !v.is_empty())
-    {
-        Some(id) => {
-            println!("Using existing network security group {id}");
-            (id.to_string(), resource_group_of(id, "network security group")?)
-        }
-        None => {
-            let group = create_or_get_group(azure, flags, format!("{name}-nsg-{infra_id}"))
-                .await
-                .map_err(|e| format!("failed to create resource group for network security group: {e}"))?;
-            let id = format!(
-                "{}/resourceGroups/{group}/providers/Microsoft.Network/networkSecurityGroups/{name}-{infra_id}-nsg",
-                azure.subscription()
-            );
-            azure.ensure(&id, NETWORK_API, json!({ "location": location })).await?;
-            println!("Successfully created network security group {id}");
-            (id, group)
-        }
-    };
-    let (vnet_id, vnet_resource_group, subnet_id) = match flags.get("vnet-id").filter(|v| !v.is_empty()) {
-        Some(id) => {
-            println!("Using existing vnet {id}");
-            (id.to_string(), resource_group_of(id, "vnet")?, flags.str_or("subnet-id", "").to_string())
-        }
-        None => {
-            let group = create_or_get_group(azure, flags, format!("{name}-vnet-{infra_id}"))
-                .await
-                .map_err(|e| format!("failed to create resource group for virtual network: {e}"))?;
-            let id = format!(
-                "{}/resourceGroups/{group}/providers/Microsoft.Network/virtualNetworks/{name}-{infra_id}",
-                azure.subscription()
-            );
-            let body = json!({ "location": location, "properties": {
-                "addressSpace": { "addressPrefixes": ["10.0.0.0/16"] },
-                "subnets": [{ "name": "default", "properties": { "addressPrefix": "10.0.0.0/24", "networkSecurityGroup": { "id": security_group_id } } }],
-            }});
-            let vnet = azure.ensure(&id, NETWORK_API, body).await?;
-            let subnet = vnet.pointer("/properties/subnets/0/id").and_then(Value::as_str).map(str::to_string);
-            println!("Successfully created vnet {id}");
-            (id.clone(), group, subnet.unwrap_or_else(|| format!("{id}/subnets/default")))
-        }
-    };
-    if let Some(given) = flags.get("subnet-id").filter(|v| !v.is_empty()) {
-        println!("Using existing subnet {given}");
-    }
-
-    let raw = std::fs::read(identities_path).map_err(|e| {
-        format!("failed to read --workload-identities-file {identities_path}: {}", go_io_error(identities_path, &e))
-    })?;
-    let identities: Value =
-        serde_json::from_slice(&raw).map_err(|e| format!("failed to unmarshal --workload-identities-file: {e}"))?;
-    if !identities.is_object() {
-        return Err("failed to unmarshal --workload-identities-file: json: cannot unmarshal into Go value of type v1beta1.AzureWorkloadIdentities".into());
-    }
-    if flags.bool("assign-service-principal-roles") {
-        let groups = Scopes {
-            managed: &resource_group,
-            nsg: &nsg_resource_group,
-            vnet: &vnet_resource_group,
-            dns_zone: flags.str_or("dns-zone-rg-name", ""),
-        };
-        let components = roles::components(&identities, &flags.list("disable-cluster-capabilities"));
-        roles::assign(azure, infra_id, &groups, &components).await?;
-    }
-    let base_domain = flags.str_or("base-domain", "");
-    let private_zone =
-        dns_and_lb::create(azure, &resource_group, name, base_domain, infra_id, location, &vnet_id).await?;
-    Ok(Infra {
-        resource_group,
-        public_zone_id,
-        private_zone_id: private_zone.id,
-        security_group_id,
-        vnet_id,
-        subnet_id,
-        identities,
-    })
-}
-
 /// `WorkloadIdentities` as the HostedCluster carries it: the seven required, the CPO if set.
 fn workload_identities(file: &Value) -> Value {
     let mut out = serde_json::Map::new();
@@ -270,7 +109,11 @@ pub async fn run(flags: &Parsed) -> Result<(), String> {
         flags.get("infra-id").filter(|i| !i.is_empty()).map(str::to_string).unwrap_or_else(|| new_infra_id(name));
 
     let azure = Azure::sign_in(flags.str_or("azure-creds", ""))?;
-    let infra = create_infra(&azure, flags, name, &infra_id).await?;
+    // With --infra-json, what `create infra azure` made; else the same made here.
+    let infra: Infra = match flags.get("infra-json").filter(|p| !p.is_empty()) {
+        Some(path) => infra::read(path)?,
+        None => infra::create(&azure, flags, name, &infra_id, flags.bool("assign-service-principal-roles")).await?,
+    };
 
     // prototypeResources: release image, annotations and labels, pull secret, SSH key.
     let release_image = flags.str_or("release-image", "");
@@ -366,7 +209,7 @@ pub async fn run(flags: &Parsed) -> Result<(), String> {
         "platform": { "type": "Azure", "azure": {
             "subscriptionID": credentials.subscription_id,
             "tenantID": credentials.tenant_id,
-            "location": flags.str_or("location", "eastus"),
+            "location": infra.location,
             "resourceGroup": infra.resource_group,
             "vnetID": infra.vnet_id,
             "subnetID": infra.subnet_id,
@@ -451,18 +294,5 @@ mod tests {
     fn infra_ids_are_the_name_and_five_characters() {
         let id = new_infra_id("demo");
         assert!(id.starts_with("demo-") && id.len() == 10, "{id}");
-    }
-
-    #[test]
-    fn resource_groups_come_from_ids() {
-        assert_eq!(
-            resource_group_of(
-                "/subscriptions/s/resourceGroups/vnet-rg/providers/Microsoft.Network/virtualNetworks/v",
-                "vnet"
-            )
-            .unwrap(),
-            "vnet-rg"
-        );
-        assert!(resource_group_of("nonsense", "vnet").is_err());
     }
 }

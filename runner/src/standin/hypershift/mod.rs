@@ -1,5 +1,5 @@
 //! The `hypershift` CLI stand-in: `install`, `create cluster azure`, `create nodepool azure`,
-//! `create kubeconfig`, `destroy cluster azure` and `create`/`destroy iam azure`, with the real CLI's flags, validations and
+//! `create kubeconfig`, `destroy cluster azure`, `create`/`destroy iam azure` and `create infra azure`, with the real CLI's flags, validations and
 //! messages, acting on the sandbox only (its ARM and Entra, and a loopback management cluster).
 //!
 //! Exit status and output follow the real binary: the root command silences cobra's error and
@@ -15,6 +15,7 @@ mod destroy_cluster;
 mod dns_and_lb;
 pub mod flags;
 mod iam;
+mod infra;
 mod install;
 mod kubeconfig;
 mod objects;
@@ -100,6 +101,7 @@ pub fn main() -> i32 {
             Command::CreateNodePoolAzure => create_nodepool::run(&parsed).await,
             Command::DestroyClusterAzure => destroy_cluster::run(&parsed).await,
             Command::CreateIamAzure => iam::create(&parsed).await,
+            Command::CreateInfraAzure => infra::run(&parsed).await,
             Command::DestroyIamAzure => iam::destroy(&parsed).await,
         }
     });

@@ -17,6 +17,7 @@ pub enum Command {
     DestroyClusterAzure,
     CreateIamAzure,
     DestroyIamAzure,
+    CreateInfraAzure,
 }
 
 pub struct Node {
@@ -261,6 +262,29 @@ const CREATE_IAM_AZURE: &[Flag] = &[
     b("enable-kms"),
 ];
 
+/// `cmd/infra/azure/create.go`.
+const CREATE_INFRA_AZURE: &[Flag] = &[
+    s("infra-id").required(),
+    s("azure-creds").required(),
+    s("location"),
+    s("cloud"),
+    s("base-domain"),
+    s("name").required(),
+    s("resource-group-name"),
+    s("output-file"),
+    s("network-security-group-id"),
+    s("subnet-id"),
+    s("vnet-id"),
+    map("resource-group-tags").short('t'),
+    s("managed-identities-file"),
+    s("data-plane-identities-file"),
+    s("workload-identities-file"),
+    b("assign-identity-roles"),
+    s("dns-zone-rg-name"),
+    b("assign-custom-hcp-roles"),
+    slice("disable-cluster-capabilities"),
+];
+
 /// `cmd/infra/azure/destroy_iam.go`.
 const DESTROY_IAM_AZURE: &[Flag] = &[
     s("workload-identities-file").required(),
@@ -292,8 +316,16 @@ pub static ROOT: Node = Node {
             local: &[],
             persistent: &[],
             command: None,
-            unmodelled: &["backup", "restore", "schedule", "infra", "operator-roles", "bastion"],
+            unmodelled: &["backup", "restore", "schedule", "operator-roles", "bastion"],
             children: &[
+                Node {
+                    name: "infra",
+                    local: &[],
+                    persistent: &[],
+                    command: None,
+                    unmodelled: &["aws", "gcp", "kubevirt", "powervs", "openstack"],
+                    children: &[leaf("azure", CREATE_INFRA_AZURE, Command::CreateInfraAzure)],
+                },
                 Node {
                     name: "iam",
                     local: &[],
@@ -454,8 +486,8 @@ mod tests {
 
     #[test]
     fn unmodelled_subcommands_are_named() {
-        let r = resolve(&args(&["create", "infra", "azure"]));
-        assert_eq!(r.unmodelled.as_deref(), Some("infra"));
+        let r = resolve(&args(&["create", "infra", "aws"]));
+        assert_eq!(r.unmodelled.as_deref(), Some("aws"));
         assert_eq!(r.node.command, None);
         let r = resolve(&args(&["create", "iam", "aws"]));
         assert_eq!(r.unmodelled.as_deref(), Some("aws"));
