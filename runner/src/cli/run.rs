@@ -112,8 +112,10 @@ fn prepare(
 /// account name that is taken, for instance). Decisive failures stop everything before any
 /// write; others (no credentials yet on a planning machine) are shown as warnings.
 async fn preflight(env: &Env, prepared: &Prepared, work_dir: &std::path::Path) -> CliResult<()> {
-    let mut problems = Vec::new();
-    for instance in prepared.plan.instances.iter().filter(|i| !i.skipped_by_when) {
+    // Every check is a read (a name's availability, say): they are made at once rather than
+    // one after another, and reported in the plan's order; nothing is written before all pass.
+    let mut checks = tokio::task::JoinSet::new();
+    for (order, instance) in prepared.plan.instances.iter().filter(|i| !i.skipped_by_when).enumerate() {
         let def = &prepared.runbook.steps[instance.step];
         let scope = Scope {
             runbook: &prepared.runbook,
@@ -132,7 +134,19 @@ async fn preflight(env: &Env, prepared: &Prepared, work_dir: &std::path::Path) -
             continue;
         }
         crate::model::schema::coerce_scalars(&mut resolved.value, &def.inputs_schema, &def.inputs_schema);
-        match def.kind.preflight(&resolved.value).await {
+        let kind = def.kind.clone();
+        let (step, instance_id) = (instance.step, instance.id.clone());
+        checks.spawn(async move { (order, step, instance_id, kind.preflight(&resolved.value).await) });
+    }
+    let mut results = Vec::new();
+    while let Some(joined) = checks.join_next().await {
+        results.push(joined.map_err(|e| CliError::Internal(e.into()))?);
+    }
+    results.sort_by_key(|(order, ..)| *order);
+    let mut problems = Vec::new();
+    for (_, step, instance_id, result) in results {
+        let def = &prepared.runbook.steps[step];
+        match result {
             Ok(()) => {}
             Err(error)
                 if error.code.as_deref().is_some_and(|c| runbook_steps::PREFLIGHT_DECISIVE_CODES.contains(&c)) =>
@@ -146,13 +160,13 @@ async fn preflight(env: &Env, prepared: &Prepared, work_dir: &std::path::Path) -
                             def.pointer(),
                             if def.spec.inputs.contains_key("id") { "/id" } else { "" }
                         ),
-                        format!("step `{}` cannot succeed: {error}", instance.id),
+                        format!("step `{instance_id}` cannot succeed: {error}"),
                     )
                     .maybe_hint(error.hint.clone());
                 problems.push(problem);
             }
             Err(error) if !env.json => {
-                eprintln!("warning: could not check step `{}` before running: {error}", instance.id)
+                eprintln!("warning: could not check step `{instance_id}` before running: {error}")
             }
             Err(_) => {}
         }

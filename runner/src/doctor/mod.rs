@@ -67,11 +67,22 @@ pub async fn checks(
     registry: &runbook_steps::Registry,
 ) -> Vec<Check> {
     let mut checks: Vec<Check> = subject.unknown.iter().map(|why| Check::skip("values", why.clone())).collect();
-    checks.extend(programs::check_programs(subject).await);
-    if let Some(kind) = registry.get("kube").filter(|_| subject.of_kind("kube").next().is_some()) {
-        checks.extend(kube::check_kube(subject, kind.as_ref()).await);
-    }
-    checks.extend(azure::check_azure(subject, azure).await);
+    // The three are independent reads (the machine, the management cluster, Azure): made at
+    // once, reported in this order. `run` waits for all of them before writing anything.
+    let kube_kind = registry.get("kube").filter(|_| subject.of_kind("kube").next().is_some());
+    let (programs, kube, azure) = tokio::join!(
+        programs::check_programs(subject),
+        async {
+            match &kube_kind {
+                Some(kind) => kube::check_kube(subject, kind.as_ref()).await,
+                None => Vec::new(),
+            }
+        },
+        azure::check_azure(subject, azure),
+    );
+    checks.extend(programs);
+    checks.extend(kube);
+    checks.extend(azure);
     let redactor = crate::engine::redact::Redactor::new(subject.secrets.iter().cloned());
     for check in &mut checks {
         check.what = redactor.text(&check.what);
