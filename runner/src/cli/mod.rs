@@ -347,6 +347,11 @@ pub struct SandboxArgs {
     pub faults: bool,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Seconds a new managed identity stays invisible to the writes of its federated credentials
+    /// (404 ParentResourceNotFound, Azure's replication window); default: the latency model's
+    /// 3 s times --latency-scale
+    #[arg(long, value_name = "SECONDS")]
+    pub identity_visible_after: Option<f64>,
     /// A storage account name the sandbox treats as owned by someone else (repeatable)
     #[arg(long, hide = true)]
     pub taken_storage_account: Vec<String>,
@@ -364,6 +369,7 @@ impl SandboxArgs {
             latency_scale: self.latency_scale,
             faults: self.faults,
             seed: self.seed,
+            identity_visible_after: self.identity_visible_after,
             taken_storage_accounts: self.taken_storage_account.clone(),
             public_names: self.public_names,
         }

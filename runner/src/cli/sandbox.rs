@@ -17,6 +17,8 @@ pub struct SandboxOptions {
     pub latency_scale: f64,
     pub faults: bool,
     pub seed: u64,
+    /// The replication window of a new identity's credentials, when not the scaled model's.
+    pub identity_visible_after: Option<f64>,
     pub taken_storage_accounts: Vec<String>,
     /// Answer as Azure's public host names on 127.0.0.1:443, in this process's private network
     /// ([`crate::cli::namespace`]), entered before the runtime started.
@@ -38,6 +40,10 @@ pub fn config(options: &SandboxOptions) -> CliResult<SandboxConfig> {
     // the engine waits on and stamps the journal with (the system's outside tests).
     config.clock = runbook_clock::Clock::process();
     config.taken_storage_account_names = options.taken_storage_accounts.clone();
+    if let Some(seconds) = options.identity_visible_after {
+        config.parent_not_found_for = Duration::try_from_secs_f64(seconds)
+            .map_err(|e| CliError::user(format!("--identity-visible-after {seconds}: {e}")))?;
+    }
     if options.faults {
         config.faults = FaultModel {
             seed: options.seed,

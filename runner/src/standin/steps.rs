@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use runbook_steps::{OutputSpec, StepContext, StepKind};
+use runbook_steps::{OutputSpec, StepContext, StepError, StepKind};
 use serde_json::Value;
 
 fn context(dir: &Path, specs: BTreeMap<String, OutputSpec>) -> StepContext {
@@ -32,24 +32,10 @@ pub async fn step_as_go_sdk(
     inputs: Value,
     specs: BTreeMap<String, OutputSpec>,
 ) -> Result<serde_json::Map<String, Value>, String> {
-    let ctx = context(dir, specs);
-    let mut delay = SDK_RETRY_DELAY;
-    let mut retries = 0;
-    loop {
-        match kind.run(&ctx, &inputs).await {
-            Ok(outcome) => return Ok(outcome.outputs),
-            Err(error) if error.is_transient() && retried_by_go_sdk(&error) && retries < SDK_RETRIES => {
-                retries += 1;
-                let wait = error.retry_after().unwrap_or(delay).min(SDK_MAX_RETRY_DELAY);
-                runbook_clock::Clock::process().sleep(wait).await;
-                delay = (delay * 2).min(SDK_MAX_RETRY_DELAY);
-            }
-            Err(error) => return Err(error.to_string()),
-        }
-    }
+    with_retries(kind, dir, inputs, specs, |error| error.is_transient() && retried_by_go_sdk(error)).await
 }
 
-fn retried_by_go_sdk(error: &runbook_steps::StepError) -> bool {
+fn retried_by_go_sdk(error: &StepError) -> bool {
     match error.evidence.get("status").and_then(Value::as_u64) {
         None => true,
         Some(status) => matches!(status, 408 | 429 | 500 | 502 | 503 | 504),
@@ -64,13 +50,25 @@ pub async fn step(
     inputs: Value,
     specs: BTreeMap<String, OutputSpec>,
 ) -> Result<serde_json::Map<String, Value>, String> {
+    with_retries(kind, dir, inputs, specs, StepError::is_transient).await
+}
+
+/// The SDK's retry loop (up to [`SDK_RETRIES`] more tries, Retry-After or a doubling delay) for
+/// the failures `retried` picks.
+async fn with_retries(
+    kind: &dyn StepKind,
+    dir: &Path,
+    inputs: Value,
+    specs: BTreeMap<String, OutputSpec>,
+    retried: impl Fn(&StepError) -> bool,
+) -> Result<serde_json::Map<String, Value>, String> {
     let ctx = context(dir, specs);
     let mut delay = SDK_RETRY_DELAY;
     let mut retries = 0;
     loop {
         match kind.run(&ctx, &inputs).await {
             Ok(outcome) => return Ok(outcome.outputs),
-            Err(error) if error.is_transient() && retries < SDK_RETRIES => {
+            Err(error) if retried(&error) && retries < SDK_RETRIES => {
                 retries += 1;
                 let wait = error.retry_after().unwrap_or(delay).min(SDK_MAX_RETRY_DELAY);
                 runbook_clock::Clock::process().sleep(wait).await;

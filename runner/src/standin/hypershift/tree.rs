@@ -249,6 +249,11 @@ const fn leaf(name: &'static str, local: &'static [Flag], command: Command) -> N
     Node { name, local, persistent: &[], children: &[], command: Some(command), unmodelled: &[] }
 }
 
+/// A command that only groups others and has no flags of its own (`create iam`).
+const fn group(name: &'static str, unmodelled: &'static [&'static str], children: &'static [Node]) -> Node {
+    Node { name, local: &[], persistent: &[], children, command: None, unmodelled }
+}
+
 /// `cmd/infra/azure/create_iam.go`.
 const CREATE_IAM_AZURE: &[Flag] = &[
     s("name").required(),
@@ -318,22 +323,12 @@ pub static ROOT: Node = Node {
             command: None,
             unmodelled: &["backup", "restore", "schedule", "operator-roles", "bastion"],
             children: &[
-                Node {
-                    name: "infra",
-                    local: &[],
-                    persistent: &[],
-                    command: None,
-                    unmodelled: &["aws", "gcp", "kubevirt", "powervs", "openstack"],
-                    children: &[leaf("azure", CREATE_INFRA_AZURE, Command::CreateInfraAzure)],
-                },
-                Node {
-                    name: "iam",
-                    local: &[],
-                    persistent: &[],
-                    command: None,
-                    unmodelled: &["aws", "gcp"],
-                    children: &[leaf("azure", CREATE_IAM_AZURE, Command::CreateIamAzure)],
-                },
+                group(
+                    "infra",
+                    &["aws", "gcp", "kubevirt", "powervs", "openstack"],
+                    &[leaf("azure", CREATE_INFRA_AZURE, Command::CreateInfraAzure)],
+                ),
+                group("iam", &["aws", "gcp"], &[leaf("azure", CREATE_IAM_AZURE, Command::CreateIamAzure)]),
                 Node {
                     name: "cluster",
                     local: &[],
@@ -375,14 +370,7 @@ pub static ROOT: Node = Node {
                     unmodelled: &["aws", "none", "agent", "kubevirt", "powervs", "openstack", "gcp"],
                     children: &[leaf("azure", DESTROY_CLUSTER_AZURE, Command::DestroyClusterAzure)],
                 },
-                Node {
-                    name: "iam",
-                    local: &[],
-                    persistent: &[],
-                    command: None,
-                    unmodelled: &["aws", "gcp"],
-                    children: &[leaf("azure", DESTROY_IAM_AZURE, Command::DestroyIamAzure)],
-                },
+                group("iam", &["aws", "gcp"], &[leaf("azure", DESTROY_IAM_AZURE, Command::DestroyIamAzure)]),
             ],
         },
     ],
