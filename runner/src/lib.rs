@@ -9,8 +9,6 @@ pub mod handoff;
 pub mod model;
 pub mod plan;
 pub mod report;
-#[cfg(feature = "sandbox")]
-pub mod standin;
 pub mod timeline;
 pub mod verify;
 pub mod who;

@@ -6,7 +6,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
 
-use crate::entra_signing::SigningKey;
+use crate::entra::signing::SigningKey;
 
 /// How long issued tokens live by default, as Entra reports in `expires_in`.
 pub(crate) const TOKEN_LIFETIME_SECS: u64 = 3599;

@@ -16,26 +16,14 @@ mod auth;
 mod blob;
 mod config;
 mod entra;
-mod entra_claims;
-mod entra_client_cert;
-mod entra_metadata;
-mod entra_signing;
 mod faults;
-mod federation;
 mod graph;
-mod graph_federated;
-mod graph_key_credentials;
-mod graph_managed_identities;
-mod graph_query;
-mod graph_shapes;
 mod hypershift;
 pub mod kube;
 mod latency;
 pub mod public_names;
 mod request_log;
-mod sas;
 mod server;
-mod shared_key;
 mod state;
 mod tls;
 mod wire;
@@ -48,8 +36,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use config::{DEFAULT_SUBSCRIPTION_ID, DEFAULT_TENANT_ID, SandboxConfig};
+pub use entra::federation::{AadstsError, FederatedToken};
 pub use faults::{Fault, FaultModel, FaultRule, RuleFault, RuleState};
-pub use federation::{AadstsError, FederatedToken};
 pub use latency::{LatencyModel, Operation};
 pub use public_names::PublicNames;
 pub use request_log::{LoggedRequest, Service};
@@ -123,7 +111,7 @@ pub(crate) struct Shared {
     pub kube: kube::KubeHandle,
     pub endpoints: Endpoints,
     /// Signs and checks access tokens; published in Entra's JWKS.
-    pub token_key: entra_signing::SigningKey,
+    pub token_key: entra::signing::SigningKey,
     /// Reads federated issuers' OpenID documents; trusts only the sandbox CA.
     pub issuer_client: reqwest::Client,
     /// Names each storage account's Blob host as it is created, when answering as Azure's
@@ -264,9 +252,9 @@ impl Sandbox {
                 created: config.clock.now().checked_sub(Duration::from_secs(86_400)).unwrap_or_else(Instant::now),
             },
         );
-        let token_key = entra_signing::SigningKey::generate(config.clock.timestamp())?;
+        let token_key = entra::signing::SigningKey::generate(config.clock.timestamp())?;
         let issuer_client =
-            federation::issuer_client(&tls.ca_pem, config.public_names.is_some()).map_err(Error::Tls)?;
+            entra::federation::issuer_client(&tls.ca_pem, config.public_names.is_some()).map_err(Error::Tls)?;
         let hosts = public_names::HostsFile::new(config.public_names.as_ref().and_then(|p| p.hosts_file.clone()));
         let shared = Arc::new(Shared {
             faults: Mutex::new(FaultInjector::new(config.faults.clone())),
@@ -446,7 +434,7 @@ impl Sandbox {
         assertion: &str,
         scope: &str,
     ) -> Result<FederatedToken, AadstsError> {
-        federation::exchange(&self.shared, client_id, assertion, scope).await
+        entra::federation::exchange(&self.shared, client_id, assertion, scope).await
     }
 
     /// Every request answered so far (Azure and Kubernetes), oldest first.

@@ -6,12 +6,17 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::kind::{parse_inputs, schema_of};
+use crate::kind::{KindRole, parse_inputs, schema_of};
 use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
 
 /// A named milestone. Its values (and files) form a hand-off set that later runbooks and other
 /// personas consume instead of retyping.
 pub struct Checkpoint;
+
+impl Checkpoint {
+    /// The kind's name, as journals record it with each step's events.
+    pub const NAME: &'static str = "checkpoint";
+}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -27,7 +32,11 @@ pub struct CheckpointInputs {
 #[async_trait]
 impl StepKind for Checkpoint {
     fn name(&self) -> &'static str {
-        "checkpoint"
+        Checkpoint::NAME
+    }
+
+    fn role(&self) -> KindRole {
+        KindRole::Checkpoint
     }
 
     fn inputs_schema(&self) -> Value {

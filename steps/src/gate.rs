@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::kind::{known_text, parse_inputs, refuse_bad_inputs, schema_of};
+use crate::kind::{KindRole, known_text, parse_inputs, refuse_bad_inputs, schema_of};
 use crate::{
     CheckContext, ErrorClass, InputProblem, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome,
     json_pointer_problem,
@@ -82,6 +82,14 @@ pub struct Approval {
 impl StepKind for Gate {
     fn name(&self) -> &'static str {
         "gate"
+    }
+
+    fn role(&self) -> KindRole {
+        KindRole::Gate
+    }
+
+    fn awaits_approval(&self, inputs: &Value) -> bool {
+        inputs.get("approval").is_some()
     }
 
     fn inputs_schema(&self) -> Value {

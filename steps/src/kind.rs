@@ -58,9 +58,30 @@ pub fn pointer_segment(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
+/// What the runner does with a step of a kind besides running it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KindRole {
+    /// Acts on something (a machine, a file, a cloud, a cluster).
+    Action,
+    /// Checks facts and may wait for an operator's approval; acts on nothing.
+    Gate,
+    /// Publishes values for later runbooks and for the hand-off.
+    Checkpoint,
+}
+
 #[async_trait]
 pub trait StepKind: Send + Sync {
     fn name(&self) -> &'static str;
+
+    fn role(&self) -> KindRole {
+        KindRole::Action
+    }
+
+    /// Whether a step with these (resolved) inputs waits for an operator's recorded approval
+    /// before it runs.
+    fn awaits_approval(&self, _inputs: &Value) -> bool {
+        false
+    }
 
     /// JSON Schema of the `inputs` table, generated from the kind's input type.
     fn inputs_schema(&self) -> Value;

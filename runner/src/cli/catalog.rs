@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use runbook_steps::KindRole;
 use serde_json::json;
 
 use crate::cli::exit::{CliResult, Exit};
@@ -90,10 +91,11 @@ pub fn graph(env: &Env, name: &str, format: GraphFormat) -> CliResult {
         GraphFormat::Mermaid => {
             out.push_str("flowchart TD\n");
             for step in &runbook.steps {
-                let shape = match step.spec.kind.as_str() {
-                    "gate" => format!("{{{{{} · gate}}}}", step.id()),
-                    "checkpoint" => format!("[/{} · checkpoint/]", step.id()),
-                    kind => format!("[\"{} · {kind}\"]", step.id()),
+                let (id, kind) = (step.id(), &step.spec.kind);
+                let shape = match step.kind.role() {
+                    KindRole::Gate => format!("{{{{{id} · {kind}}}}}"),
+                    KindRole::Checkpoint => format!("[/{id} · {kind}/]"),
+                    KindRole::Action => format!("[\"{id} · {kind}\"]"),
                 };
                 writeln!(out, "    {}{shape}", node(step.id())).ok();
             }
@@ -106,10 +108,10 @@ pub fn graph(env: &Env, name: &str, format: GraphFormat) -> CliResult {
         GraphFormat::Dot => {
             writeln!(out, "digraph \"{}\" {{\n    rankdir=TB;\n    node [shape=box];", runbook.name()).ok();
             for step in &runbook.steps {
-                let shape = match step.spec.kind.as_str() {
-                    "gate" => "diamond",
-                    "checkpoint" => "parallelogram",
-                    _ => "box",
+                let shape = match step.kind.role() {
+                    KindRole::Gate => "diamond",
+                    KindRole::Checkpoint => "parallelogram",
+                    KindRole::Action => "box",
                 };
                 writeln!(out, "    \"{}\" [label=\"{}\\n{}\", shape={shape}];", step.id(), step.id(), step.spec.kind)
                     .ok();

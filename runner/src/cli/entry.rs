@@ -8,7 +8,7 @@ use crate::cli::{self, Cli, OutputFormat};
 
 pub fn main() -> ! {
     #[cfg(feature = "sandbox")]
-    crate::standin::dispatch_by_name();
+    runbook_standins::dispatch_by_name();
     let cli = Cli::parse();
     let json = cli.global.output == OutputFormat::Json;
     // Before the runtime's threads exist: they, and every program run, inherit the namespaces.

@@ -331,7 +331,9 @@ fn check_conflicts(journal: &Journal, runbook: &str, values: &Values, files: &[P
     let prior = crate::plan::load_prior(journal, runbook, None, false).map_err(CliError::Internal)?;
     let mut conflicts = Vec::new();
     for (checkpoint, outputs) in values {
-        let Some(done) = prior.done.get(checkpoint).filter(|d| d.kind == "checkpoint") else { continue };
+        let Some(done) = prior.done.get(checkpoint).filter(|d| d.kind == runbook_steps::Checkpoint::NAME) else {
+            continue;
+        };
         for (name, (value, _)) in outputs {
             let key = format!("{checkpoint}.{name}");
             let Some(existing) = done.outputs.get(name) else { continue };

@@ -188,7 +188,9 @@ pub fn get(env: &Env, key: &str, run: Option<&str>) -> CliResult {
         published.sort_by_key(|e| e.seq);
         for event in published.into_iter().rev() {
             match &event.data {
-                EventData::StepFinished(d) if d.kind == "checkpoint" && d.status == StepStatus::Succeeded => {
+                EventData::StepFinished(d)
+                    if d.kind == runbook_steps::Checkpoint::NAME && d.status == StepStatus::Succeeded =>
+                {
                     if let Some(v) = d.outputs.as_ref().and_then(|o| o.get(output)) {
                         found = Some(v.clone());
                         source = json!({ "run": event.run_id });

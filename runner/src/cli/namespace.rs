@@ -71,7 +71,7 @@ pub fn enter() -> Result<&'static PrivateNetwork, CliError> {
     }
     loopback_up().map_err(|e| refuse("bringing up the loopback interface", e))?;
     let hosts_file = private_hosts().map_err(|e| refuse("mounting a private /etc/hosts", e))?;
-    let interfaces = interfaces().map_err(|e| refuse("reading /proc/net/dev", e))?;
+    let interfaces = runbook_sandbox::public_names::interfaces().map_err(|e| refuse("reading /proc/net/dev", e))?;
     if interfaces != ["lo"] {
         return Err(CliError::Internal(anyhow::anyhow!(
             "the sandbox's network namespace has interfaces other than loopback: {interfaces:?}"
@@ -82,12 +82,6 @@ pub fn enter() -> Result<&'static PrivateNetwork, CliError> {
 
 fn write_file(path: &str, text: &str) -> std::io::Result<()> {
     std::fs::OpenOptions::new().write(true).open(path)?.write_all(text.as_bytes())
-}
-
-/// The interfaces this network namespace has, from `/proc/net/dev`.
-pub fn interfaces() -> std::io::Result<Vec<String>> {
-    let text = std::fs::read_to_string("/proc/net/dev")?;
-    Ok(text.lines().skip(2).filter_map(|l| l.split_once(':')).map(|(name, _)| name.trim().to_string()).collect())
 }
 
 /// `ifreq` with the flags member (40 bytes on Linux).

@@ -641,7 +641,7 @@ pub async fn rehearse(
     // In a private network (--public-names) only loopback exists: say so, from the kernel's list.
     let interfaces = options
         .public_names
-        .then(crate::cli::namespace::interfaces)
+        .then(runbook_sandbox::public_names::interfaces)
         .transpose()
         .map_err(|e| CliError::Internal(e.into()))?;
     if !env.json {

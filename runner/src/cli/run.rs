@@ -16,7 +16,7 @@ use crate::engine::events::{Counts, EngineEvent, RunStatus};
 use crate::engine::{self, RunContext};
 use crate::model::vars::{self, VarInputs, VarValues};
 use crate::model::{Origin, Runbook};
-use crate::plan::{self, Decision, History, Plan, Prior, RequiredValues, Scope};
+use crate::plan::{self, History, Plan, Prior, RequiredValues, Scope};
 use crate::report::reporter_for;
 use crate::who;
 
@@ -241,7 +241,8 @@ pub async fn plan(env: &Env, name: &str, var_args: &VarArgs, fresh: bool, rerun:
 }
 
 /// What `run` would do with each instance, as far as can be known without running anything:
-/// an instance whose upstream is all reusable can be decided exactly.
+/// the scheduler's own decisions, made dry. An instance whose upstream is all reusable is
+/// decided exactly; one that waits for a step that runs first is decided then.
 fn predict(
     prepared: &Prepared,
     prior: &Prior,
@@ -249,67 +250,37 @@ fn predict(
     rerun: &HashSet<String>,
     work_dir: &std::path::Path,
 ) -> Vec<(&'static str, String, String)> {
+    use crate::engine::scheduler::{Admission, Facts, Mode, Scheduler, Unrunnable};
     let plan = &prepared.plan;
-    let mut outputs: HashMap<usize, serde_json::Map<String, Value>> = HashMap::new();
+    let approvals = HashMap::new();
+    let facts = Facts {
+        runbook: &prepared.runbook,
+        plan,
+        vars: &prepared.vars,
+        required: &prepared.required,
+        prior,
+        rerun,
+        approvals: &approvals,
+        journal,
+        run_id: "(planned)",
+        work_dir,
+    };
+    let mut scheduler =
+        Scheduler::new(facts, Mode::Predict, engine::redact::Redactor::new(prepared.vars.secret_texts()));
     let mut decided: Vec<Option<(&'static str, String)>> = vec![None; plan.instances.len()];
-    let mut progress = true;
-    while progress {
-        progress = false;
-        for (i, instance) in plan.instances.iter().enumerate() {
-            if decided[i].is_some() || instance.deps.iter().any(|&d| decided[d].is_none()) {
-                continue;
-            }
-            let def = &prepared.runbook.steps[instance.step];
-            progress = true;
-            if instance.skipped_by_when {
-                decided[i] = Some(("skip", "its `when` condition is false".into()));
-                continue;
-            }
-            if instance.deps.iter().any(|&d| matches!(decided[d], Some(("run", _)))) || journal.is_none() {
-                decided[i] = Some((
-                    "run",
-                    if journal.is_none() {
-                        crate::plan::NOT_RUN_BEFORE.into()
-                    } else {
-                        "an earlier step runs first; decided then".into()
-                    },
-                ));
-                continue;
-            }
-            let scope = Scope {
-                runbook: &prepared.runbook,
-                vars: &prepared.vars,
-                required: &prepared.required,
-                plan: Some(plan),
-                outputs: Some(&outputs),
-                item: instance.item.as_ref(),
-                tainted: None,
-                run_id: "(planned)",
-                work_dir,
-            };
-            let decision = match scope.resolve_map(&def.spec.inputs) {
-                Err(why) => ("run", format!("inputs known only at run time ({why})")),
-                Ok(mut resolved) => {
-                    crate::model::schema::coerce_scalars(&mut resolved.value, &def.inputs_schema, &def.inputs_schema);
-                    let outputs_spec = serde_json::to_value(&def.spec.outputs).expect("serializes");
-                    let journal = journal.expect("checked above");
-                    let (digest, per_input) = engine::digests(
-                        journal,
-                        &def.spec.kind,
-                        &resolved.value,
-                        instance.item.as_ref().map(|(_, v)| v),
-                        &outputs_spec,
-                    );
-                    match plan::decide(prior, rerun, &instance.id, def.id(), &digest, &per_input) {
-                        Decision::Reuse(done) => {
-                            outputs.insert(i, done.outputs.clone());
-                            ("done", format!("done in run {} with the same inputs", done.run_id))
-                        }
-                        Decision::Run(reason) => ("run", reason),
-                    }
-                }
-            };
-            decided[i] = Some(decision);
+    while let Some(i) = scheduler.next_ready() {
+        decided[i] = Some(match scheduler.admit(i) {
+            Admission::Skip => ("skip", "its `when` condition is false".into()),
+            Admission::Reuse(done) => ("done", format!("done in run {} with the same inputs", done.from_run)),
+            Admission::Start(admitted) => ("run", admitted.reason),
+            Admission::AwaitApproval { reason, .. } => ("run", reason),
+            Admission::Unrunnable(Unrunnable::Inputs(why)) => ("run", format!("inputs known only at run time ({why})")),
+            Admission::Unrunnable(why @ Unrunnable::SerializeKey(_)) => ("run", why.message()),
+            // A dry scheduler holds no key, so nothing queues; said plainly should that change.
+            Admission::QueueOnKey { .. } => ("run", "waits for its serialization key".into()),
+        });
+        if !matches!(decided[i], Some(("skip" | "done", _))) {
+            scheduler.predicted(i);
         }
     }
     plan.instances
@@ -322,8 +293,6 @@ fn predict(
         .collect()
 }
 
-/// What the run needs to be resumed later: where the runbook came from, where values came from,
-/// and which Azure it acts on.
 fn run_record_vars(
     env: &Env,
     prepared: &Prepared,

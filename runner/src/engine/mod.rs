@@ -1,36 +1,39 @@
-//! The scheduler: runs a plan's instances as a DAG with a parallelism limit, per-key
-//! serialization, reuse of work already done, graceful cancellation; journals as it goes.
+//! Runs a plan's instances as a DAG with a parallelism limit, per-key serialization, reuse of
+//! work already done and graceful cancellation. The scheduler decides; this loop journals what
+//! it decided, spawns the jobs it admitted and hands their ends back to it.
 
 mod attempt;
 mod critical_path;
 pub mod events;
 pub mod redact;
+pub mod scheduler;
 
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU32;
 
 use runbook_clock::Clock;
 use runbook_journal::{
-    CriticalPath, EventData, GateWaiting, Journal, JournalWriter, NewEvent, ReusedStep, RunFinished, StepFinished,
-    StepQueued, StepsReused,
+    CriticalPath, EventData, Journal, JournalWriter, NewEvent, ReusedStep, RunFinished, StepFinished, StepQueued,
+    StepsReused,
 };
-use runbook_steps::{Approval, ErrorClass, StepContext, TemplateSource};
+use runbook_steps::{Approval, StepContext, TemplateSource};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 pub use attempt::status_name;
-use attempt::{Job, JobResult, Shared, run_job, secret_output_names};
+use attempt::{Job, Shared, run_job};
 pub use critical_path::critical_path;
 use events::{Counts, EngineEvent, RunStatus, StepStatus, millis};
 use redact::Redactor;
+use scheduler::{Admission, Admitted, Facts, Mode, Scheduler};
 
 use crate::model::Runbook;
 use crate::model::vars::VarValues;
-use crate::plan::{self, Decision, Plan, Prior, RequiredValues, Scope};
+use crate::plan::{Plan, Prior, RequiredValues};
 
 pub struct RunContext {
     pub journal: Arc<Journal>,
@@ -65,15 +68,6 @@ pub struct RunSummary {
     pub counts: Counts,
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum State {
-    Pending,
-    Running,
-    Done,
-    Failed(StepStatus),
-    Waiting,
-}
-
 /// Keyed digests of the resolved inputs: the whole (decides reuse) and per top-level input
 /// (explains what changed). Keyed, so a secret's digest reveals nothing without the key.
 pub fn digests(
@@ -105,61 +99,29 @@ fn digested_bytes(kind: &str, inputs: &Value, item: Option<&Value>, outputs_spec
     serde_json::to_vec(&Whole { kind, inputs, item, outputs: outputs_spec }).expect("a value serializes")
 }
 
-/// Longest chain of dependents below each instance: the scheduler starts the instances on the
-/// critical path first, so a run's wall time approaches the critical path.
-fn heights(plan: &Plan, dependents: &[Vec<usize>]) -> Vec<usize> {
-    let n = plan.instances.len();
-    let mut remaining: Vec<usize> = dependents.iter().map(Vec::len).collect();
-    let mut height = vec![0usize; n];
-    let mut queue: VecDeque<usize> = (0..n).filter(|&i| remaining[i] == 0).collect();
-    while let Some(i) = queue.pop_front() {
-        for &d in &plan.instances[i].deps {
-            height[d] = height[d].max(height[i] + 1);
-            remaining[d] -= 1;
-            if remaining[d] == 0 {
-                queue.push_back(d);
-            }
-        }
-    }
-    height
-}
-
 pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     let clock = ctx.clock.clone();
     let started = clock.now();
     let plan = ctx.plan.clone();
     let runbook = ctx.runbook.clone();
-    let n = plan.instances.len();
-    let dependents = plan.dependents();
-    let height = heights(&plan, &dependents);
-    let mut state = vec![State::Pending; n];
-    let mut waiting_deps: Vec<usize> = plan.instances.iter().map(|i| i.deps.len()).collect();
-    let mut outputs: HashMap<usize, Map<String, Value>> = HashMap::new();
-    let mut counts = Counts::default();
     let mut redactor = Redactor::new(ctx.vars.secret_texts());
     // A value that was secret in the runbook that published it stays secret here.
     for value in &ctx.required_secrets {
         redactor.add_value(value);
     }
-    // Outputs derived from a secret, by (instance, output): secret wherever they are used.
-    let mut tainted: HashSet<(usize, String)> = HashSet::new();
-    let mut ready: BinaryHeap<(usize, std::cmp::Reverse<usize>)> =
-        (0..n).filter(|&i| waiting_deps[i] == 0).map(|i| (height[i], std::cmp::Reverse(i))).collect();
-    let mut busy_keys: HashSet<String> = HashSet::new();
-    let mut key_queue: HashMap<String, VecDeque<usize>> = HashMap::new();
-    let mut key_of: HashMap<usize, String> = HashMap::new();
-    // The serialize key each instance ran under: the critical path counts what a key made wait.
-    let mut serialized_by: Vec<Option<String>> = vec![None; n];
-    let mut pending = Pending::default();
-    // Each step's output specs as digested, made once for all its instances.
-    let mut outputs_specs: Vec<Option<Value>> = vec![None; runbook.steps.len()];
-    let mut running = JoinSet::new();
-    let mut stop = false;
-    // When each instance started and how long it took (retries included): the plan's critical
-    // path is computed from these, so a benchmark can compare wall time with it.
-    let mut began: Vec<Option<std::time::Instant>> = vec![None; n];
-    let mut took: Vec<std::time::Duration> = vec![std::time::Duration::ZERO; n];
-
+    let facts = Facts {
+        runbook: &runbook,
+        plan: &plan,
+        vars: &ctx.vars,
+        required: &ctx.required,
+        prior: &ctx.prior,
+        rerun: &ctx.rerun,
+        approvals: &ctx.approvals,
+        journal: Some(&ctx.journal),
+        run_id: &ctx.run_id,
+        work_dir: &ctx.work_dir,
+    };
+    let mut scheduler = Scheduler::new(facts, Mode::Run, redactor);
     let shared = Arc::new(Shared {
         run_id: ctx.run_id.clone(),
         journal: ctx.journal.clone(),
@@ -169,27 +131,17 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
         retry_budget: AtomicU32::new(runbook.file.runbook.retry_budget.unwrap_or(200)),
         clock: clock.clone(),
     });
+    let mut pending = Pending::default();
+    let mut running = JoinSet::new();
+    let mut stop = false;
 
     let _ = ctx.events.send(EngineEvent::RunStarted {
         run_id: ctx.run_id.clone(),
         runbook: runbook.name().to_string(),
-        steps: n,
-        already_done: ctx.prior.done.len().min(n),
+        steps: plan.instances.len(),
+        already_done: ctx.prior.done.len().min(plan.instances.len()),
         resumed: !ctx.prior.attempts_in_run.is_empty(),
     });
-
-    let complete = |i: usize,
-                    state: &mut Vec<State>,
-                    waiting_deps: &mut Vec<usize>,
-                    ready: &mut BinaryHeap<(usize, std::cmp::Reverse<usize>)>| {
-        state[i] = State::Done;
-        for &d in &dependents[i] {
-            waiting_deps[d] -= 1;
-            if waiting_deps[d] == 0 {
-                ready.push((height[d], std::cmp::Reverse(d)));
-            }
-        }
-    };
 
     loop {
         if !stop && (ctx.graceful.is_cancelled() || ctx.hard.is_cancelled()) {
@@ -197,179 +149,55 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
             let _ = ctx.events.send(EngineEvent::RunCancelling { reason: "interrupted by the operator".into() });
         }
         while !stop && running.len() < ctx.parallelism {
-            let Some((_, std::cmp::Reverse(i))) = ready.pop() else { break };
+            let Some(i) = scheduler.next_ready() else { break };
             let instance = &plan.instances[i];
-            let def = &runbook.steps[instance.step];
-            if instance.skipped_by_when {
-                counts.skipped_by_when += 1;
-                let _ = ctx.events.send(EngineEvent::StepSkipped {
-                    step: instance.id.clone(),
-                    reason: "its `when` condition is false".into(),
-                });
-                complete(i, &mut state, &mut waiting_deps, &mut ready);
-                continue;
-            }
-            let scope = Scope {
-                runbook: &runbook,
-                vars: &ctx.vars,
-                required: &ctx.required,
-                plan: Some(&plan),
-                outputs: Some(&outputs),
-                item: instance.item.as_ref(),
-                tainted: Some(&tainted),
-                run_id: &ctx.run_id,
-                work_dir: &ctx.work_dir,
-            };
-            let resolved = match scope.resolve_map(&def.spec.inputs) {
-                Ok(mut r) => {
-                    crate::model::schema::coerce_scalars(&mut r.value, &def.inputs_schema, &def.inputs_schema);
-                    // A known secret value that arrived some other way (a required value, say)
-                    // makes the step as secret as a reference would.
-                    r.secret |= redactor.finds_in(&r.value);
-                    r
-                }
-                Err(why) => {
-                    fail_unrunnable(
-                        &ctx,
-                        &shared,
-                        i,
-                        &plan,
-                        &mut state,
-                        &mut counts,
-                        format!("cannot resolve inputs: {why}"),
-                    )
-                    .await?;
-                    stop = true;
-                    continue;
-                }
-            };
-            let outputs_spec = outputs_specs[instance.step]
-                .get_or_insert_with(|| serde_json::to_value(&def.spec.outputs).expect("serializes"));
-            let (digest, input_digests) = digests(
-                &ctx.journal,
-                &def.spec.kind,
-                &resolved.value,
-                instance.item.as_ref().map(|(_, v)| v),
-                outputs_spec,
-            );
-            let decision = plan::decide(&ctx.prior, &ctx.rerun, &instance.id, def.id(), &digest, &input_digests);
-            let reason = match decision {
-                Decision::Run(reason) => reason,
-                Decision::Reuse(done) => {
-                    let secret_outputs = secret_output_names(def, resolved.secret, &done.outputs, &redactor);
-                    for name in &secret_outputs {
-                        redactor.add_value(&done.outputs[name]);
-                        tainted.insert((i, name.clone()));
-                    }
-                    outputs.insert(i, done.outputs.clone());
-                    counts.reused += 1;
-                    // Journaled even when done earlier in this same run, so the journal says why
-                    // every step of every invocation ran or did not.
-                    pending.reused.push(ReusedStep {
+            match scheduler.admit(i) {
+                Admission::Skip => {
+                    let _ = ctx.events.send(EngineEvent::StepSkipped {
                         step: instance.id.clone(),
-                        kind: def.spec.kind.clone(),
-                        from_run: done.run_id.clone(),
-                        from_seq: done.seq,
+                        reason: "its `when` condition is false".into(),
                     });
-                    complete(i, &mut state, &mut waiting_deps, &mut ready);
-                    continue;
                 }
-            };
-
-            let approval = ctx.approvals.get(&instance.id).cloned();
-            if def.spec.kind == "gate" && resolved.value.get("approval").is_some() && approval.is_none() {
-                state[i] = State::Waiting;
-                counts.waiting += 1;
-                let prompt = resolved.value["approval"]["prompt"].as_str().unwrap_or("approval needed").to_string();
-                let waiting = GateWaiting {
-                    prompt: redactor.text(&prompt),
-                    persona: resolved.value["approval"]["persona"].as_str().map(String::from),
-                };
-                pending.events.push(
-                    NewEvent::new(ctx.run_id.clone(), EventData::GateWaiting(waiting))
-                        .with_step(instance.id.clone(), None),
-                );
-                let _ = ctx.events.send(EngineEvent::GateWaiting {
-                    step: instance.id.clone(),
-                    prompt: redactor.text(&prompt),
-                    approve_with: format!("runbook approve {} {}", ctx.run_id, instance.id),
-                });
-                continue;
-            }
-
-            if let (Some(key), false) = (&def.serialize, key_of.contains_key(&i)) {
-                let key = match scope.resolve_string(&render_key(key)) {
-                    Ok(k) => k.value.as_str().map(String::from).unwrap_or_else(|| k.value.to_string()),
-                    Err(why) => {
-                        fail_unrunnable(
-                            &ctx,
-                            &shared,
-                            i,
-                            &plan,
-                            &mut state,
-                            &mut counts,
-                            format!("cannot resolve serialize key: {why}"),
-                        )
-                        .await?;
-                        stop = true;
-                        continue;
-                    }
-                };
-                serialized_by[i] = Some(key.clone());
-                if !busy_keys.insert(key.clone()) {
+                // Journaled even when done earlier in this same run, so the journal says why
+                // every step of every invocation ran or did not.
+                Admission::Reuse(reused) => pending.reused.push(reused),
+                Admission::AwaitApproval { waiting, .. } => {
+                    let _ = ctx.events.send(EngineEvent::GateWaiting {
+                        step: instance.id.clone(),
+                        prompt: waiting.prompt.clone(),
+                        approve_with: format!("runbook approve {} {}", ctx.run_id, instance.id),
+                    });
                     pending.events.push(
-                        NewEvent::new(
-                            ctx.run_id.clone(),
-                            EventData::StepQueued(StepQueued {
-                                key: redactor.text(&key),
-                                since: clock.timestamp().to_string(),
-                            }),
-                        )
-                        .with_step(instance.id.clone(), None),
+                        NewEvent::new(ctx.run_id.clone(), EventData::GateWaiting(waiting))
+                            .with_step(instance.id.clone(), None),
                     );
-                    key_queue.entry(key).or_default().push_back(i);
-                    continue;
                 }
-                key_of.insert(i, key);
+                Admission::QueueOnKey { key } => {
+                    let queued =
+                        StepQueued { key: scheduler.redactor().text(&key), since: clock.timestamp().to_string() };
+                    pending.events.push(
+                        NewEvent::new(ctx.run_id.clone(), EventData::StepQueued(queued))
+                            .with_step(instance.id.clone(), None),
+                    );
+                }
+                Admission::Unrunnable(why) => {
+                    fail_unrunnable(&ctx, i, why.message()).await?;
+                    stop = true;
+                }
+                Admission::Start(admitted) => {
+                    pending.append(&ctx).await?;
+                    let job = job(&ctx, i, *admitted, scheduler.redactor());
+                    scheduler.began(i, clock.now());
+                    let shared = shared.clone();
+                    running.spawn(async move { (i, run_job(job, shared).await) });
+                }
             }
-
-            pending.append(&ctx).await?;
-            let first_attempt = ctx.prior.attempts_in_run.get(&instance.id).copied().unwrap_or(0) + 1;
-            let context = StepContext {
-                run_id: ctx.run_id.clone(),
-                step_id: instance.id.clone(),
-                attempt: first_attempt,
-                work_dir: ctx.work_dir.clone(),
-                templates: ctx.templates.clone(),
-                cancel: ctx.hard.clone(),
-                handles_secrets: resolved.secret,
-                secrets: Arc::new(redactor.secrets().to_vec()),
-                output_specs: Arc::new(def.spec.outputs.clone()),
-                approval,
-                clock: clock.clone(),
-            };
-            let job = Job {
-                instance: instance.id.clone(),
-                def: def.clone(),
-                redacted_inputs: redactor.value(&resolved.value),
-                inputs: resolved.value,
-                digest,
-                input_digests,
-                reason,
-                first_attempt,
-                context,
-                redactor: redactor.clone(),
-            };
-            state[i] = State::Running;
-            began[i] = Some(clock.now());
-            let shared = shared.clone();
-            running.spawn(async move { (i, run_job(job, shared).await) });
         }
 
         // Instances waiting for a serialization key become ready again when it frees up.
         if running.is_empty() {
             pending.append(&ctx).await?;
-            if stop || ready.is_empty() {
+            if stop || !scheduler.has_ready() {
                 break;
             }
             continue;
@@ -381,63 +209,13 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
         };
         let Some(joined) = joined else { continue };
         let (i, result) = joined?;
-        if let Some(start) = began[i] {
-            took[i] = clock.since(start);
-        }
-        if let Some(key) = key_of.remove(&i) {
-            match key_queue.get_mut(&key).and_then(VecDeque::pop_front) {
-                Some(next) => {
-                    // Hand the key straight to the next waiter, so no one else can take it.
-                    key_of.insert(next, key);
-                    ready.push((usize::MAX, std::cmp::Reverse(next)));
-                    state[next] = State::Pending;
-                }
-                None => {
-                    busy_keys.remove(&key);
-                }
-            }
-        }
-        match result? {
-            JobResult::Succeeded { outputs: produced, secret_outputs } => {
-                for name in secret_outputs {
-                    redactor.add_value(&produced[&name]);
-                    tainted.insert((i, name));
-                }
-                outputs.insert(i, produced);
-                counts.succeeded += 1;
-                complete(i, &mut state, &mut waiting_deps, &mut ready);
-            }
-            JobResult::Failed { status, error } => {
-                state[i] = State::Failed(status);
-                counts.failed += 1;
-                if error.class != ErrorClass::Cancelled {
-                    stop = true;
-                }
-            }
-        }
+        let took = scheduler.started_at(i).map(|at| clock.since(at)).unwrap_or_default();
+        stop |= scheduler.finished(i, result?, took);
     }
 
-    counts.not_run = state.iter().filter(|s| matches!(s, State::Pending)).count();
-    let status = if state.iter().any(|s| matches!(s, State::Failed(StepStatus::Failed | StepStatus::TimedOut))) {
-        RunStatus::Failed
-    } else if state.iter().any(|s| matches!(s, State::Failed(StepStatus::GateFailed))) {
-        RunStatus::GateFailed
-    } else if ctx.graceful.is_cancelled()
-        || ctx.hard.is_cancelled()
-        || state.iter().any(|s| matches!(s, State::Failed(StepStatus::Cancelled)))
-    {
-        RunStatus::Cancelled
-    } else if state.iter().any(|s| matches!(s, State::Waiting)) {
-        RunStatus::AwaitingApproval
-    } else {
-        RunStatus::Succeeded
-    };
+    let (status, counts) = scheduler.outcome(ctx.graceful.is_cancelled() || ctx.hard.is_cancelled());
     let duration = clock.since(started);
-    let (critical, critical_steps) = critical_path(&plan, &dependents, &took, &serialized_by, &began);
-    // Only instances that ran in this invocation: a reused one took no time here.
-    let critical_steps: Vec<String> =
-        critical_steps.into_iter().filter(|&i| began[i].is_some()).map(|i| plan.instances[i].id.clone()).collect();
-    let busy: std::time::Duration = took.iter().sum();
+    let (critical, critical_steps, busy) = scheduler.critical_path();
     ctx.writer
         .append(vec![
             NewEvent::new(
@@ -465,6 +243,37 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
         critical_path_ms: millis(critical),
     });
     Ok(RunSummary { status, counts })
+}
+
+/// The job that runs an admitted instance's attempts.
+fn job(ctx: &RunContext, i: usize, admitted: Admitted, redactor: &Redactor) -> Job {
+    let instance = &ctx.plan.instances[i];
+    let def = &ctx.runbook.steps[instance.step];
+    let context = StepContext {
+        run_id: ctx.run_id.clone(),
+        step_id: instance.id.clone(),
+        attempt: admitted.first_attempt,
+        work_dir: ctx.work_dir.clone(),
+        templates: ctx.templates.clone(),
+        cancel: ctx.hard.clone(),
+        handles_secrets: admitted.secret,
+        secrets: Arc::new(redactor.secrets().to_vec()),
+        output_specs: Arc::new(def.spec.outputs.clone()),
+        approval: admitted.approval,
+        clock: ctx.clock.clone(),
+    };
+    Job {
+        instance: instance.id.clone(),
+        def: def.clone(),
+        redacted_inputs: redactor.value(&admitted.inputs),
+        inputs: admitted.inputs,
+        digest: admitted.digest,
+        input_digests: admitted.input_digests,
+        reason: admitted.reason,
+        first_attempt: admitted.first_attempt,
+        context,
+        redactor: redactor.clone(),
+    }
 }
 
 /// What was decided without running anything (reuses, approvals awaited, waits for a key),
@@ -518,21 +327,10 @@ fn render_key(key: &crate::model::refs::Interpolation) -> String {
 }
 
 /// An instance that cannot even start (its inputs do not resolve) fails like a step would.
-async fn fail_unrunnable(
-    ctx: &RunContext,
-    shared: &Shared,
-    i: usize,
-    plan: &Plan,
-    state: &mut [State],
-    counts: &mut Counts,
-    message: String,
-) -> anyhow::Result<()> {
-    let instance = &plan.instances[i];
-    state[i] = State::Failed(StepStatus::Failed);
-    counts.failed += 1;
+async fn fail_unrunnable(ctx: &RunContext, i: usize, message: String) -> anyhow::Result<()> {
+    let instance = &ctx.plan.instances[i];
     let error = runbook_steps::StepError::permanent(message).with_code("UnresolvedInput");
-    shared
-        .writer
+    ctx.writer
         .append(vec![
             NewEvent::new(
                 ctx.run_id.clone(),

@@ -128,7 +128,7 @@ impl Runbook {
     pub fn handoff_outputs(&self) -> Vec<(&StepDef, &OutputDecl)> {
         self.steps
             .iter()
-            .filter(|s| s.spec.kind == "checkpoint")
+            .filter(|s| s.kind.role() == runbook_steps::KindRole::Checkpoint)
             .flat_map(|s| s.outputs.iter().map(move |o| (s, o)))
             .collect()
     }

@@ -8,7 +8,7 @@ use runbook_journal::{
     ChainHead, EventData, GATE_APPROVED, HANDOFF_IMPORTED, Journal, RUN_CREATED, RunRecord, STEP_FINISHED,
     STEP_SKIPPED, STEP_STARTED, STEPS_REUSED, StepStatus, VerifiedRow,
 };
-use runbook_steps::{Approval, AzureTarget};
+use runbook_steps::{Approval, AzureTarget, Checkpoint};
 use serde_json::{Map, Value};
 
 use crate::model::Runbook;
@@ -107,7 +107,7 @@ impl History {
                             digest: String::new(),
                             input_digests: Map::new(),
                             outputs: unseal_outputs(journal, outputs.as_object()),
-                            kind: "checkpoint".into(),
+                            kind: Checkpoint::NAME.into(),
                             // Done where the exporter's run acted, not where it was imported.
                             made_on: imported
                                 .provenance
@@ -242,7 +242,7 @@ impl History {
         let mut missing = Vec::new();
         for (alias, requirement) in &runbook.file.requires {
             let prior = self.prior(journal, &requirement.runbook, None, false)?.acting_on(target.clone());
-            let mut checkpoints: Vec<&Done> = prior.done.values().filter(|d| d.kind == "checkpoint").collect();
+            let mut checkpoints: Vec<&Done> = prior.done.values().filter(|d| d.kind == Checkpoint::NAME).collect();
             checkpoints.sort_by(|a, b| a.run_id.cmp(&b.run_id));
             let (here, elsewhere): (Vec<&Done>, Vec<&Done>) =
                 checkpoints.into_iter().partition(|d| prior.made_elsewhere(d).is_none());
@@ -289,8 +289,8 @@ impl History {
                     continue;
                 }
                 let published: Vec<Map<String, Value>> = match row.decode()? {
-                    EventData::StepFinished(f) if f.kind == "checkpoint" => f.outputs.into_iter().collect(),
-                    EventData::StepSkipped(s) if s.kind == "checkpoint" => vec![s.outputs],
+                    EventData::StepFinished(f) if f.kind == Checkpoint::NAME => f.outputs.into_iter().collect(),
+                    EventData::StepSkipped(s) if s.kind == Checkpoint::NAME => vec![s.outputs],
                     EventData::HandoffImported(i) => {
                         i.checkpoints.values().filter_map(|v| v.as_object().cloned()).collect()
                     }

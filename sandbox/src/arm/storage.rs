@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use super::errors::{arm_error, location_required, method_not_allowed, resource_not_found};
 use super::{Ctx, live_rg_name};
+use crate::blob::sas::{self, SAS_VERSION, SasFields};
 use crate::latency::Operation;
-use crate::sas::{self, SAS_VERSION, SasFields};
 use crate::state::{ContainerData, Kind, OperationKind, Resource};
 use crate::wire::{Reply, retry_after_headers};
 

@@ -1,6 +1,6 @@
 //! The cluster components that sign in to Azure with a workload identity: each presents a
 //! service-account token, signed with the cluster's service-account signing key for its real
-//! service account, to Entra's federated exchange ([`crate::federation::exchange`], the same
+//! service account, to Entra's federated exchange ([`crate::entra::federation::exchange`], the same
 //! code as the token endpoint). Subjects and identities: hypershift-facts.md §1.2.
 
 use base64::Engine;
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::Shared;
-use crate::federation::{self, AadstsError};
+use crate::entra::federation::{self, AadstsError};
 
 /// What every federated credential of the cluster trusts as audience.
 pub(crate) const AUDIENCE: &str = "openshift";

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::Shared;
 use crate::auth::{ARM_AUDIENCES, GRAPH_AUDIENCES, STORAGE_AUDIENCES};
-use crate::federation::AadstsError;
+use crate::entra::federation::AadstsError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TokenVersion {

@@ -322,8 +322,8 @@ async fn wait_until_available(cluster: &ManagementCluster, namespace: &str, repl
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::standin::hypershift::flags::parse;
-    use crate::standin::hypershift::tree::resolve;
+    use crate::hypershift::flags::parse;
+    use crate::hypershift::tree::resolve;
 
     fn parsed(args: &[&str]) -> Parsed {
         let args: Vec<String> = std::iter::once("install").chain(args.iter().copied()).map(str::to_string).collect();

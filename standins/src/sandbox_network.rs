@@ -12,7 +12,8 @@ use runbook_sandbox::public_names::{ARM_HOST, ENTRA_HOST, GRAPH_HOST};
 
 /// `Ok` inside a sandbox's network; else why not.
 pub fn check() -> Result<(), String> {
-    let interfaces = crate::cli::namespace::interfaces().map_err(|e| format!("cannot read /proc/net/dev: {e}"))?;
+    let interfaces =
+        runbook_sandbox::public_names::interfaces().map_err(|e| format!("cannot read /proc/net/dev: {e}"))?;
     if interfaces != ["lo"] {
         return Err(format!("the network has interfaces other than loopback: {}", interfaces.join(", ")));
     }

@@ -1,8 +1,14 @@
 //! The Entra ID (Azure AD) token endpoints: v2.0 (`{tenant}/oauth2/v2.0/token`, `scope=`) and
 //! v1 (`{tenant}/oauth2/token`, `resource=`, what older SDKs and the Azure CLI's managed identity
 //! path use), for the client-credentials grant with a secret (in the body or HTTP Basic), a
-//! certificate assertion ([`crate::entra_client_cert`]) or a federated assertion
-//! ([`crate::federation`]). Discovery documents and keys are [`crate::entra_metadata`]'s.
+//! certificate assertion ([`crate::entra::client_cert`]) or a federated assertion
+//! ([`crate::entra::federation`]). Discovery documents and keys are [`crate::entra::metadata`]'s.
+
+pub(crate) mod claims;
+pub(crate) mod client_cert;
+pub(crate) mod federation;
+pub(crate) mod metadata;
+pub(crate) mod signing;
 
 use std::sync::Arc;
 
@@ -12,10 +18,10 @@ use http::{Method, StatusCode};
 use serde_json::json;
 
 use crate::Shared;
-use crate::entra_claims::{self, ClientAuth, TokenResource};
-use crate::federation::{self, AadstsError};
 use crate::latency::Operation;
 use crate::wire::{Reply, Req};
+use claims::{ClientAuth, TokenResource};
+use federation::AadstsError;
 
 /// An OAuth error body the way Entra sends it, stamped with the sandbox clock's `now`.
 pub(crate) fn token_error(now: jiff::Timestamp, status: StatusCode, error: &str, aadsts: u32, text: &str) -> Reply {
@@ -47,7 +53,7 @@ enum Endpoint {
 }
 
 pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
-    if let Some(reply) = crate::entra_metadata::answer(shared, &req) {
+    if let Some(reply) = crate::entra::metadata::answer(shared, &req) {
         return reply;
     }
     let now = shared.timestamp();
@@ -137,16 +143,16 @@ async fn token(shared: &Arc<Shared>, req: &Req, endpoint: Endpoint) -> Result<Re
         }
         Endpoint::V1 => format!("{}/.default", field("resource").ok_or_else(|| missing("resource"))?),
     };
-    let resource_name = entra_claims::resource_of_scope(&scope);
+    let resource_name = claims::resource_of_scope(&scope);
     let secret = field("client_secret").map(str::to_string).or_else(|| basic.map(|(_, secret)| secret));
     if let Some(secret) = secret {
         let object_id = {
             let state = shared.state();
             authenticate_secret(&state, &client_id, &secret, shared.timestamp())?
         };
-        let resource = entra_claims::resolve(shared, &resource_name)?;
+        let resource = claims::resolve(shared, &resource_name)?;
         shared.sleep(Operation::Token).await;
-        let (token, expires_in) = entra_claims::issue(shared, &client_id, &object_id, &resource, ClientAuth::Secret);
+        let (token, expires_in) = claims::issue(shared, &client_id, &object_id, &resource, ClientAuth::Secret);
         return Ok(token_reply(shared, endpoint, &resource_name, &token, expires_in));
     }
     let Some(assertion) = field("client_assertion") else {
@@ -168,14 +174,14 @@ async fn token(shared: &Arc<Shared>, req: &Req, endpoint: Endpoint) -> Result<Re
         });
     }
     let parsed = federation::assertion::Assertion::parse(assertion)?;
-    if !crate::entra_client_cert::is_self_issued(&parsed, &client_id) {
+    if !crate::entra::client_cert::is_self_issued(&parsed, &client_id) {
         let token = federation::exchange(shared, &client_id, assertion, &scope).await?;
         return Ok(token_reply(shared, endpoint, &resource_name, &token.access_token, token.expires_in));
     }
-    let object_id = crate::entra_client_cert::authenticate(shared, &client_id, &parsed, &token_endpoints(shared))?;
-    let resource: TokenResource = entra_claims::resolve(shared, &resource_name)?;
+    let object_id = crate::entra::client_cert::authenticate(shared, &client_id, &parsed, &token_endpoints(shared))?;
+    let resource: TokenResource = claims::resolve(shared, &resource_name)?;
     shared.sleep(Operation::Token).await;
-    let (token, expires_in) = entra_claims::issue(shared, &client_id, &object_id, &resource, ClientAuth::Assertion);
+    let (token, expires_in) = claims::issue(shared, &client_id, &object_id, &resource, ClientAuth::Assertion);
     Ok(token_reply(shared, endpoint, &resource_name, &token, expires_in))
 }
 

@@ -42,7 +42,7 @@ pub(crate) async fn exchange(
     scope: &str,
 ) -> Result<FederatedToken, AadstsError> {
     let scope = errors::check_scope(scope)?;
-    let resource = crate::entra_claims::resolve(shared, &crate::entra_claims::resource_of_scope(scope))?;
+    let resource = crate::entra::claims::resolve(shared, &crate::entra::claims::resource_of_scope(scope))?;
     let assertion = assertion::Assertion::parse(assertion)?;
     assertion.check_time(shared.timestamp().as_second())?;
     let trusted = {
@@ -54,12 +54,12 @@ pub(crate) async fn exchange(
         issuer::fetch_keys(&shared.issuer_client, shared.endpoints.public_port.is_some(), &assertion.iss).await?;
     signature::check(&assertion, &keys.keys, &assertion.iss)?;
     shared.sleep(Operation::Token).await;
-    let (access_token, expires_in) = crate::entra_claims::issue(
+    let (access_token, expires_in) = crate::entra::claims::issue(
         shared,
         client_id,
         &trusted.principal_id,
         &resource,
-        crate::entra_claims::ClientAuth::Assertion,
+        crate::entra::claims::ClientAuth::Assertion,
     );
     Ok(FederatedToken { access_token, expires_in })
 }

@@ -2,17 +2,23 @@
 //! replication delay after an application's creation, and those of managed identities, read
 //! only), directory/deletedItems.
 
+pub(crate) mod federated;
+pub(crate) mod key_credentials;
+pub(crate) mod managed_identities;
+pub(crate) mod query;
+pub(crate) mod shapes;
+
 use std::sync::Arc;
 
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use crate::Shared;
 use crate::auth::{self, GRAPH_AUDIENCES};
-use crate::graph_query::{self, Query};
 use crate::latency::Operation;
 use crate::state::{Application, PasswordCredential, ServicePrincipal};
 use crate::wire::{Reply, Req};
-use crate::{Shared, graph_federated, graph_key_credentials, graph_managed_identities, graph_shapes};
+use query::Query;
 
 const CONTENT_TYPE: &str =
     "application/json;odata.metadata=minimal;odata.streaming=true;IEEE754Compatible=false;charset=utf-8";
@@ -81,14 +87,14 @@ fn render_app(app: &Application) -> Value {
             obj.remove(owned);
         }
     }
-    let v = graph_shapes::overlay(graph_shapes::application_defaults(), &settable);
-    graph_shapes::overlay(
+    let v = shapes::overlay(shapes::application_defaults(), &settable);
+    shapes::overlay(
         v,
         &json!({
             "id": app.id, "appId": app.app_id,
             "createdDateTime": app.created_at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
             "displayName": app.display_name, "passwordCredentials": render_passwords(&app.passwords),
-            "keyCredentials": graph_key_credentials::render(app.extra.get("keyCredentials"), false),
+            "keyCredentials": key_credentials::render(app.extra.get("keyCredentials"), false),
             "publisherDomain": "sandbox.onmicrosoft.com",
         }),
     )
@@ -100,15 +106,15 @@ fn render_sp(sp: &ServicePrincipal, tenant: &str, app: Option<&Application>) -> 
     if let Some(uris) = app.and_then(|a| a.extra.get("identifierUris")).and_then(Value::as_array) {
         names.extend(uris.iter().cloned());
     }
-    graph_shapes::overlay(
-        graph_shapes::service_principal_defaults(),
+    shapes::overlay(
+        shapes::service_principal_defaults(),
         &json!({
             "id": sp.id, "accountEnabled": sp.account_enabled,
             "appDisplayName": sp.display_name, "appId": sp.app_id, "appOwnerOrganizationId": tenant,
             "createdDateTime": sp.created_at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
             "displayName": sp.display_name, "servicePrincipalNames": names,
             "signInAudience": sp.sign_in_audience, "passwordCredentials": render_passwords(&sp.passwords),
-            "keyCredentials": graph_key_credentials::render(Some(&sp.key_credentials), false),
+            "keyCredentials": key_credentials::render(Some(&sp.key_credentials), false),
         }),
     )
 }
@@ -121,12 +127,12 @@ fn sp_of_state(state: &crate::state::State, sp: &ServicePrincipal, tenant: &str)
 /// A single object as Graph answers a GET, POST or `$select`ed GET: its `@odata.context`
 /// first, then its (selected) properties.
 fn entity(base: &str, req: &Req, set: &str, type_name: &str, value: Value) -> Reply {
-    let selected = graph_query::select_of(req);
+    let selected = query::select_of(req);
     let context = json!({"@odata.context": format!(
         "{base}/v1.0/$metadata#{}/$entity",
-        graph_query::context_set(&selected, set)
+        query::context_set(&selected, set)
     )});
-    match graph_query::select(&selected, graph_shapes::overlay(context, &value), type_name) {
+    match query::select(&selected, shapes::overlay(context, &value), type_name) {
         Ok(v) => ok(StatusCode::OK, &v),
         Err(reply) => reply,
     }
@@ -135,7 +141,7 @@ fn entity(base: &str, req: &Req, set: &str, type_name: &str, value: Value) -> Re
 /// The directory object with this id, as `directoryObjects/getByIds` returns it: a service
 /// principal of an application, or the one Entra keeps for each managed identity.
 fn directory_object(state: &crate::state::State, tenant: &str, id: &str) -> Option<Value> {
-    let typed = |v: Value| graph_shapes::overlay(json!({"@odata.type": "#microsoft.graph.servicePrincipal"}), &v);
+    let typed = |v: Value| shapes::overlay(json!({"@odata.type": "#microsoft.graph.servicePrincipal"}), &v);
     if let Some(sp) = state.service_principals.get(id) {
         return Some(typed(sp_of_state(state, sp, tenant)));
     }
@@ -147,7 +153,7 @@ fn directory_object(state: &crate::state::State, tenant: &str, id: &str) -> Opti
             "accountEnabled": true, "servicePrincipalType": "Application", "servicePrincipalNames": [client_id],
         })));
     }
-    graph_managed_identities::by_object_id(state, id).map(typed)
+    managed_identities::by_object_id(state, id).map(typed)
 }
 
 /// Graph's resource id is its URL: Azure's, or in a registered cloud (the Azure CLI's
@@ -247,7 +253,7 @@ async fn answer(shared: &Arc<Shared>, req: &Req) -> Reply {
                         .values()
                         .find(|sp| sp.app_id.eq_ignore_ascii_case(&app_id))
                         .map(|sp| sp.id.clone())
-                        .or_else(|| graph_managed_identities::object_id_of_app(&state, &app_id))
+                        .or_else(|| managed_identities::object_id_of_app(&state, &app_id))
                 }
                 _ => return unsupported_key(keyed),
             };
@@ -345,8 +351,8 @@ fn json_body(req: &Req) -> Result<Value, Reply> {
 
 /// `GET …/$count`: a bare number, for callers that accept eventual consistency.
 fn count_reply(req: &Req, items: &[Value]) -> Reply {
-    if !graph_query::eventual(req) {
-        return graph_query::count_unsupported();
+    if !query::eventual(req) {
+        return query::count_unsupported();
     }
     match Query::parse(req) {
         Ok(q) => Reply {
@@ -453,7 +459,7 @@ async fn applications(shared: &Arc<Shared>, req: &Req, base: &str, path: &[&str]
             let mut extra = body.as_object().cloned().unwrap_or_default();
             extra.remove("passwordCredentials");
             if let Some(written) = extra.get("keyCredentials") {
-                match graph_key_credentials::normalize(written, None) {
+                match key_credentials::normalize(written, None) {
                     Ok(keys) => extra.insert("keyCredentials".into(), keys),
                     Err(reply) => return reply,
                 };
@@ -468,7 +474,7 @@ async fn applications(shared: &Arc<Shared>, req: &Req, base: &str, path: &[&str]
                 extra,
                 federated_credentials: Vec::new(),
             };
-            let rendered = graph_shapes::overlay(
+            let rendered = shapes::overlay(
                 json!({"@odata.context": format!("{base}/v1.0/$metadata#applications/$entity")}),
                 &render_app(&app),
             );
@@ -484,8 +490,8 @@ async fn applications(shared: &Arc<Shared>, req: &Req, base: &str, path: &[&str]
             let rendered = shared.state().applications.get(*id).map(|app| {
                 let mut rendered = render_app(app);
                 // `key` is returned only when a single object's keyCredentials are selected.
-                if graph_query::select_of(req).is_some_and(|s| s.iter().any(|p| p == "keyCredentials")) {
-                    rendered["keyCredentials"] = graph_key_credentials::render(app.extra.get("keyCredentials"), true);
+                if query::select_of(req).is_some_and(|s| s.iter().any(|p| p == "keyCredentials")) {
+                    rendered["keyCredentials"] = key_credentials::render(app.extra.get("keyCredentials"), true);
                 }
                 rendered
             });
@@ -511,7 +517,7 @@ async fn applications(shared: &Arc<Shared>, req: &Req, base: &str, path: &[&str]
             let Some(app) = state.applications.get_mut(*id) else { return not_found(id) };
             let mut body = body;
             if let Some(written) = body.get("keyCredentials") {
-                match graph_key_credentials::normalize(written, app.extra.get("keyCredentials")) {
+                match key_credentials::normalize(written, app.extra.get("keyCredentials")) {
                     Ok(keys) => body["keyCredentials"] = keys,
                     Err(reply) => return reply,
                 }
@@ -559,7 +565,7 @@ async fn applications(shared: &Arc<Shared>, req: &Req, base: &str, path: &[&str]
             }
             let mut state = shared.state();
             let Some(app) = state.applications.get_mut(*id) else { return not_found(id) };
-            graph_federated::handle(base, req, app, rest)
+            federated::handle(base, req, app, rest)
         }
         _ => unknown_segment(path),
     }
@@ -576,12 +582,12 @@ async fn service_principals(shared: &Arc<Shared>, req: &Req, base: &str, path: &
         let state = shared.state();
         let mut items: Vec<Value> =
             state.service_principals.values().map(|sp| sp_of_state(&state, sp, &tenant)).collect();
-        items.extend(graph_managed_identities::all(&state));
+        items.extend(managed_identities::all(&state));
         items
     };
     if req.method != Method::GET
         && let Some(id) = path.first()
-        && graph_managed_identities::by_object_id(&shared.state(), id).is_some()
+        && managed_identities::by_object_id(&shared.state(), id).is_some()
     {
         return managed_identity_write_refused(id);
     }
@@ -626,14 +632,14 @@ async fn service_principals(shared: &Arc<Shared>, req: &Req, base: &str, path: &
                     .extra
                     .get("signInAudience")
                     .and_then(Value::as_str)
-                    .unwrap_or(graph_shapes::DEFAULT_SIGN_IN_AUDIENCE)
+                    .unwrap_or(shapes::DEFAULT_SIGN_IN_AUDIENCE)
                     .to_string(),
                 passwords: Vec::new(),
                 key_credentials: json!([]),
                 created: shared.now(),
                 created_at: shared.timestamp(),
             };
-            let rendered = graph_shapes::overlay(
+            let rendered = shapes::overlay(
                 json!({"@odata.context": format!("{base}/v1.0/$metadata#servicePrincipals/$entity")}),
                 &render_sp(&sp, &tenant, Some(&app)),
             );
@@ -649,7 +655,7 @@ async fn service_principals(shared: &Arc<Shared>, req: &Req, base: &str, path: &
                     .service_principals
                     .get(*id)
                     .map(|sp| sp_of_state(&state, sp, &tenant))
-                    .or_else(|| graph_managed_identities::by_object_id(&state, id))
+                    .or_else(|| managed_identities::by_object_id(&state, id))
             };
             match rendered {
                 Some(sp) => entity(base, req, "servicePrincipals", TYPE, sp),
@@ -664,7 +670,7 @@ async fn service_principals(shared: &Arc<Shared>, req: &Req, base: &str, path: &
             let mut state = shared.state();
             let Some(sp) = state.service_principals.get_mut(*id) else { return not_found(id) };
             if let Some(written) = body.get("keyCredentials") {
-                match graph_key_credentials::normalize(written, Some(&sp.key_credentials)) {
+                match key_credentials::normalize(written, Some(&sp.key_credentials)) {
                     Ok(keys) => sp.key_credentials = keys,
                     Err(reply) => return reply,
                 }

@@ -9,7 +9,7 @@ use kube::{Client, Config};
 use serde_json::Value;
 
 use super::client_go_retry::{Verb, retrying};
-use crate::standin::fence;
+use crate::fence;
 
 pub struct ManagementCluster {
     client: Client,

@@ -3,16 +3,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use runbook_steps::{OutputSpec, StepContext, StepError, StepKind};
 use serde_json::Value;
 
 fn context(dir: &Path, specs: BTreeMap<String, OutputSpec>) -> StepContext {
-    StepContext::new("standin", "standin", dir)
-        .with_templates(Arc::new(crate::bundled::Templates { dir: None }))
-        .with_output_specs(specs)
+    // No stand-in step renders a template: the context's default source, which has none, will do.
+    StepContext::new("standin", "standin", dir).with_output_specs(specs)
 }
 
 /// How the Azure SDK for Go, which the real tools are built on, retries by default

@@ -6,8 +6,8 @@
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use crate::graph::query::{self, Query};
 use crate::graph::{graph_error, not_found, ok};
-use crate::graph_query::{self, Query};
 use crate::state::Application;
 use crate::wire::{Reply, Req};
 
@@ -112,15 +112,15 @@ pub(crate) fn handle(base: &str, req: &Req, app: &mut Application, rest: &[&str]
         }
         (&Method::GET, [key]) => {
             let Some(credential) = find(app, key) else { return not_found(key) };
-            let selected = graph_query::select_of(req);
+            let selected = query::select_of(req);
             let mut rendered = json!({"@odata.context": format!(
                 "{base}/v1.0/$metadata#{}/$entity",
-                graph_query::context_set(&selected, &set)
+                query::context_set(&selected, &set)
             )});
             for (k, v) in credential.as_object().into_iter().flatten() {
                 rendered[k] = v.clone();
             }
-            match graph_query::select(&selected, rendered, TYPE_NAME) {
+            match query::select(&selected, rendered, TYPE_NAME) {
                 Ok(v) => ok(StatusCode::OK, &v),
                 Err(reply) => reply,
             }

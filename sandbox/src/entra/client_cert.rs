@@ -9,10 +9,10 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde_json::Value;
 
 use crate::Shared;
-use crate::entra_signing::{x5t, x5t_s256};
-use crate::federation::AadstsError;
-use crate::federation::assertion::Assertion;
-use crate::federation::signature::verifies_with_spki;
+use crate::entra::federation::AadstsError;
+use crate::entra::federation::assertion::Assertion;
+use crate::entra::federation::signature::verifies_with_spki;
+use crate::entra::signing::{x5t, x5t_s256};
 
 /// Whether an assertion is a client's own (a certificate credential) rather than a federated
 /// token from an external issuer.

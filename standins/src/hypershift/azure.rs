@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::go_io_error;
-use crate::standin::steps::step;
+use crate::steps::step;
 
 /// The keys of azure-credentials.json the real CLI reads.
 #[derive(Deserialize)]
@@ -92,7 +92,7 @@ impl Azure {
     /// answer), so a `ParentResourceNotFound` or a 409 ends the command as it does the real one.
     pub async fn put_as_sdk(&self, id: &str, api_version: &str, body: Value) -> Result<Value, String> {
         let inputs = json!({ "action": "ensure", "id": id, "api_version": api_version, "body": body, "replace_if_different": true });
-        let out = crate::standin::steps::step_as_go_sdk(&self.arm, &self.dir, inputs, BTreeMap::new()).await?;
+        let out = crate::steps::step_as_go_sdk(&self.arm, &self.dir, inputs, BTreeMap::new()).await?;
         Ok(out["body"].clone())
     }
 

@@ -3,6 +3,9 @@
 //! containers, block blobs, anonymous reads of public containers, SAS or bearer for
 //! everything else, XML errors with the real Blob error codes.
 
+pub(crate) mod sas;
+pub(crate) mod shared_key;
+
 use std::sync::Arc;
 
 use base64::Engine;
@@ -48,9 +51,9 @@ enum Access {
 
 fn authorize(shared: &Shared, req: &Req, account: &str, container: &str, blob: Option<&str>) -> Result<Access, Reply> {
     if let Some(header) = req.header("authorization") {
-        if crate::shared_key::parse(header).is_some() {
+        if crate::blob::shared_key::parse(header).is_some() {
             let keys = shared.state().storage_account(account).map(|a| a.keys.clone()).unwrap_or_default();
-            return crate::shared_key::verify(req, header, account, &keys)
+            return crate::blob::shared_key::verify(req, header, account, &keys)
                 .map(|()| Access::Authorized { permissions: None })
                 .map_err(|detail| blob_error(StatusCode::FORBIDDEN, "AuthenticationFailed", &format!("Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.\n{detail}")));
         }
@@ -74,7 +77,7 @@ fn authorize(shared: &Shared, req: &Req, account: &str, container: &str, blob: O
     }
     if req.query("sig").is_some() {
         let keys = shared.state().storage_account(account).map(|a| a.keys.clone()).unwrap_or_default();
-        return crate::sas::verify(&req.query, account, &keys, container, blob, shared.timestamp())
+        return crate::blob::sas::verify(&req.query, account, &keys, container, blob, shared.timestamp())
             .map(|g| Access::Authorized { permissions: Some(g.permissions) })
             .map_err(|detail| blob_error(StatusCode::FORBIDDEN, "AuthenticationFailed", &format!("Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.\n{detail}")));
     }

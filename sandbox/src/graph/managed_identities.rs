@@ -10,7 +10,7 @@
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::graph_shapes;
+use crate::graph::shapes;
 use crate::state::{Kind, Resource, State};
 
 fn property<'a>(identity: &'a Resource, name: &str) -> &'a str {
@@ -29,8 +29,8 @@ fn identity_service_name(identity: &Resource) -> String {
 /// The identity's service principal as Graph renders it.
 pub(crate) fn render(identity: &Resource) -> Value {
     let client_id = property(identity, "clientId");
-    graph_shapes::overlay(
-        graph_shapes::service_principal_defaults(),
+    shapes::overlay(
+        shapes::service_principal_defaults(),
         &json!({
             "id": property(identity, "principalId"),
             "accountEnabled": true,
