@@ -360,12 +360,12 @@ fn walkthrough() {
     }
 }
 
-/// Every relative link of the chapters names a file of the book, and every `#anchor` a heading
-/// of the file it points into.
+/// Every relative link of the chapters (and of the README, the front page linking into them)
+/// names a file, and every `#anchor` a heading of the file it points into.
 #[test]
 fn links() {
     let link = Regex::new(r"\]\(([^)\s]+)\)").unwrap();
-    let mut files = vec![docs().join("SUMMARY.md")];
+    let mut files = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"), docs().join("SUMMARY.md")];
     files.extend(chapters());
     let mut broken = Vec::new();
     for file in &files {
