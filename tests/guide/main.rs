@@ -431,3 +431,33 @@ fn anchors(text: &str) -> Vec<String> {
     }
     out
 }
+
+/// The comparison itself: `...` spans lines, `[..]` text within one, normalized values match
+/// any of their kind, and anything else must be exactly as the guide shows it.
+#[test]
+fn comparison() {
+    let norm = Normalizer::new();
+    let check = |expected: &[&str], actual: &[&str]| {
+        let patterns: Vec<(String, Regex)> = expected
+            .iter()
+            .map(|l| {
+                let n = norm.apply(l);
+                let re = line_pattern(&n);
+                (n, re)
+            })
+            .collect();
+        let actual: Vec<String> = actual.iter().map(|l| norm.apply(l)).collect();
+        match_lines(&patterns, &actual).is_some()
+    };
+    assert!(check(&["a", "...", "z"], &["a", "b", "c", "z"]));
+    assert!(check(&["a", "...", "z"], &["a", "z"]));
+    assert!(!check(&["a", "z"], &["a", "b", "z"]));
+    assert!(!check(&["a"], &["a", "b"]));
+    assert!(check(&["path: [..] -> end"], &["path: x → y -> end"]));
+    assert!(check(
+        &["run 20261127T154454Z-fc2fa9 succeeded in 4.3s at https://127.0.0.1:36749/"],
+        &["run 20270101T000000Z-abcdef succeeded in 12.0 s at https://127.0.0.1:5/"]
+    ));
+    assert!(!check(&["78 ran"], &["77 ran"]));
+    assert_eq!(norm.run_ids("run 20261127T154454Z-fc2fa9 and 20261127T154455Z-000000").len(), 2);
+}
