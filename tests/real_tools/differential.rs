@@ -67,7 +67,7 @@ fn made_by_phase3(result: &Value) -> (BTreeSet<String>, BTreeSet<(String, String
 }
 
 #[test]
-#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see README"]
+#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see docs/src/reference/sandbox.md"]
 fn the_stand_in_and_the_real_create_cluster_make_the_same_things() {
     let real = real_binary::required("RUNBOOK_REAL_HYPERSHIFT", "hypershift");
     let (standin_arm, standin_kube) = made_by_phase3(&phase3(None));
@@ -91,7 +91,7 @@ fn the_stand_in_and_the_real_create_cluster_make_the_same_things() {
 /// `create iam azure` in Phase 1 and `create infra azure` in Phase 3, by the stand-in and by the
 /// real CLI: the same identities and credentials, and the same roles, zone, link and balancer.
 #[test]
-#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see README"]
+#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see docs/src/reference/sandbox.md"]
 fn the_stand_in_and_the_real_create_iam_and_create_infra_make_the_same_things() {
     let real = real_binary::required("RUNBOOK_REAL_HYPERSHIFT", "hypershift");
     let upstream = ["--identity-tool", "hypershift", "--infra-tool", "hypershift"];

@@ -69,7 +69,7 @@ fn inputs(env: &TestEnv, sandbox: &SandboxProcess) {
 }
 
 #[test]
-#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see README"]
+#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see docs/src/reference/sandbox.md"]
 fn real_hypershift_install_with_external_dns_runs_the_operator_and_external_dns() {
     real_binary::required("RUNBOOK_REAL_HYPERSHIFT", "hypershift");
     let env = TestEnv::new();
@@ -109,7 +109,7 @@ fn real_hypershift_install_with_external_dns_runs_the_operator_and_external_dns(
 }
 
 #[test]
-#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see README"]
+#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see docs/src/reference/sandbox.md"]
 fn real_hypershift_install_without_external_dns_runs_the_operator() {
     real_binary::required("RUNBOOK_REAL_HYPERSHIFT", "hypershift");
     let env = TestEnv::new();

@@ -1,7 +1,7 @@
 //! The real `hypershift` and `ccoctl` (Go binaries no registry serves) against `runbook
 //! sandbox up`. Ignored by default; run them with the binaries' paths in
-//! `RUNBOOK_REAL_HYPERSHIFT` / `RUNBOOK_REAL_CCOCTL` and `--ignored` (README: "The real
-//! `hypershift` and `ccoctl`"): the real `install` alone, every phase with the real tools (both
+//! `RUNBOOK_REAL_HYPERSHIFT` / `RUNBOOK_REAL_CCOCTL` and `--ignored` (the guide's reference,
+//! docs/src/reference/sandbox.md: "The real `hypershift` and `ccoctl`"): the real `install` alone, every phase with the real tools (both
 //! OIDC paths, both DNS strategies, a second pass, a fault seed), and the stand-in against the
 //! real CLI on the same inputs.
 

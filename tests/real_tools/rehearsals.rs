@@ -52,7 +52,7 @@ fn assert_the_real_tools_did_the_work(result: &Value) {
 
 /// The procedure's default path: the native key pair and OIDC issuer, External DNS on.
 #[test]
-#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see README"]
+#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see docs/src/reference/sandbox.md"]
 fn every_phase_with_the_real_hypershift_and_external_dns() {
     let env = TestEnv::new();
     let result = rehearse_with_real_tools(&env, &[]);
@@ -74,7 +74,7 @@ fn every_phase_with_the_real_hypershift_and_external_dns() {
 /// The procedure's other paths: ccoctl makes the key pair and OIDC issuer (its blob uploads
 /// signed for `<account>.blob.core.windows.net`), and no External DNS.
 #[test]
-#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see README"]
+#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see docs/src/reference/sandbox.md"]
 fn every_phase_with_the_real_ccoctl_and_without_external_dns() {
     let env = TestEnv::new();
     let result = rehearse_with_real_tools(&env, &["--oidc-tool", "ccoctl", "--no-external-dns"]);
@@ -93,7 +93,7 @@ fn every_phase_with_the_real_ccoctl_and_without_external_dns() {
 /// Every phase run a second time with the real tools writes nothing: the runbooks' checks adopt
 /// what the real create made.
 #[test]
-#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see README"]
+#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see docs/src/reference/sandbox.md"]
 fn a_second_pass_with_the_real_tools_writes_nothing() {
     let env = TestEnv::new();
     let result = rehearse_with_real_tools(&env, &["--check-idempotent"]);
@@ -113,7 +113,7 @@ fn a_second_pass_with_the_real_tools_writes_nothing() {
 /// Under a seeded fault model (429 storms with Retry-After, 5xx, resets, slow answers) the real
 /// tools' own retries and the runbooks' retries carry every phase through.
 #[test]
-#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see README"]
+#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see docs/src/reference/sandbox.md"]
 fn every_phase_with_the_real_tools_under_faults() {
     let env = TestEnv::new();
     let result = rehearse_with_real_tools(&env, &["--faults", "--seed", "7"]);
@@ -128,7 +128,7 @@ fn every_phase_with_the_real_tools_under_faults() {
 /// retry absorbs it), Phase 3's real `create infra azure` whose output the real `create cluster
 /// azure --infra-json` takes, and cleanup's real `destroy iam azure`.
 #[test]
-#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see README"]
+#[ignore = "needs the real hypershift and ccoctl: set RUNBOOK_REAL_HYPERSHIFT / RUNBOOK_REAL_CCOCTL, see docs/src/reference/sandbox.md"]
 fn every_phase_with_the_real_hypershift_create_iam_and_create_infra() {
     let env = TestEnv::new();
     let result = rehearse_with_real_tools(
