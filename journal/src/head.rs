@@ -70,8 +70,13 @@ pub(crate) fn read(journal: &Path, keys: &Keys) -> Result<Found, Error> {
         return Ok(Found::Invalid(format!("the head record `{shown}` is not a regular file (replaced?)")));
     }
     let mut bytes = Vec::new();
+    // Under a shared lock: the writer rewrites the record in place under an exclusive one
+    // (`publish`), so a reader never sees half of a rewrite.
     std::fs::File::open(&path)
-        .and_then(|file| file.take(MAX_LEN + 1).read_to_end(&mut bytes))
+        .and_then(|file| {
+            file.lock_shared()?;
+            (&file).take(MAX_LEN + 1).read_to_end(&mut bytes)
+        })
         .map_err(|e| Error::io(&path, e))?;
     let stored: Stored = match serde_json::from_slice(&bytes) {
         Ok(stored) if bytes.len() as u64 <= MAX_LEN => stored,
@@ -86,17 +91,64 @@ pub(crate) fn read(journal: &Path, keys: &Keys) -> Result<Found, Error> {
     Ok(Found::Names(tail))
 }
 
-/// Replaces the head record with one naming `tail`: whole or not at all (temporary file and
-/// rename), 0600, and no fsync. The ordering needs none: the commit it names is already durable,
-/// and a head lost in a power cut leaves the previous one, which names an earlier event of the
-/// same chain and is accepted. (On a filesystem that may keep a rename but not the data it
-/// replaced with, unlike ext4, XFS and btrfs, a power cut could leave an empty head, reported
-/// as unreadable.) An fsync here would double the cost of every commit.
+/// The bytes of a head record naming `tail`: its JSON padded with spaces to [`RECORD_LEN`], so a
+/// rewrite in place always covers the whole of the record before it (JSON allows the spaces).
+fn encode(keys: &Keys, tail: &Tail) -> Result<Vec<u8>, Error> {
+    let stored = Stored { seq: tail.last_seq, hash: tail.last_hash.clone(), mac: tail.mac(keys, LABEL) };
+    let mut bytes = serde_json::to_vec(&stored).map_err(|e| Error::Corrupt(format!("head record: {e}")))?;
+    if bytes.len() < RECORD_LEN {
+        bytes.resize(RECORD_LEN - 1, b' ');
+        bytes.push(b'\n');
+    }
+    Ok(bytes)
+}
+
+/// A head record's length on disk: a seq, a hash and a MAC take under 200 bytes of JSON; the
+/// rest is padding. One disk sector at the start of the file.
+const RECORD_LEN: usize = 256;
+
+/// Creates or replaces the head record with one naming `tail`: whole or not at all (temporary
+/// file and rename), 0600, and no fsync (see [`publish`]). For a new journal and a journal from
+/// before head records; the writer's commits rewrite the record in place with [`publish`].
 pub(crate) fn write(journal: &Path, keys: &Keys, tail: &Tail) -> Result<(), Error> {
     let path = head_path(journal);
-    let stored = Stored { seq: tail.last_seq, hash: tail.last_hash.clone(), mac: tail.mac(keys, LABEL) };
-    let bytes = serde_json::to_vec(&stored).map_err(|e| Error::Corrupt(format!("head record: {e}")))?;
+    let bytes = encode(keys, tail)?;
     runbook_files::replace_unsynced(&path, &bytes, runbook_files::PRIVATE).map_err(|e| Error::io(&path, e))
+}
+
+/// Moves the head record on to `tail` after a commit: the record is rewritten in place, in one
+/// write of [`RECORD_LEN`] bytes at the start of the file under an exclusive lock (readers take a
+/// shared one), with no rename and no fsync. A rename per commit made a new file and a directory
+/// entry every time, and cost the engine more than the commit's own work.
+///
+/// What it keeps:
+/// - The head never names a commit that could be lost: it is written only after the commit
+///   returned, and the commit is durable by then (`synchronous=FULL`, see `connection.rs`).
+/// - A `kill -9` at any moment leaves a head naming this commit or the one before: the process
+///   dies before the write (the old record stays) or after it (the new one is there); a write
+///   this small to a file's page cache is not cut short by a signal.
+/// - A power cut loses at most the newest head writes (no fsync), leaving an older record,
+///   which names an earlier event of the same chain and is accepted. The record is one sector
+///   at the start of the file, which disks write whole; a disk that tore a sector's write in
+///   two would leave a head reported as unreadable, never one naming a lost event. An fsync here
+///   would double the cost of every commit.
+///
+/// The file is opened without following a symlink; a head that is not there any more (it was
+/// checked inside the commit's transaction, so deleted since) is made afresh by [`write`].
+pub(crate) fn publish(journal: &Path, keys: &Keys, tail: &Tail) -> Result<(), Error> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let path = head_path(journal);
+    let bytes = encode(keys, tail)?;
+    let file = match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW).open(&path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return write(journal, keys, tail),
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    file.lock()
+        .and_then(|()| file.write_all_at(&bytes, 0))
+        // A longer file (a record written before records were padded is shorter) keeps no tail.
+        .and_then(|()| file.set_len(bytes.len() as u64))
+        .map_err(|e| Error::io(&path, e))
 }
 
 /// Whether the head fits the chain ending at `tail`; `Some` says what does not. `conn` must read

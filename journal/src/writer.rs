@@ -230,7 +230,7 @@ fn publish_head(path: &Path, keys: &Keys, start: i64, tail: &Tail, outcomes: Vec
     if tail.last_seq == start {
         return outcomes;
     }
-    match head::write(path, keys, tail) {
+    match head::publish(path, keys, tail) {
         Ok(()) => outcomes,
         Err(e) => outcomes.into_iter().map(|o| o.and_then(|_| Err(e.duplicate()))).collect(),
     }

@@ -66,13 +66,14 @@ cluster_ops_sp = false
 ca_file = "$RUNBOOK_CA_FILE"
 VARS
 # Phase 1 writes the signing private key and azure_mgmt.json (a client secret): in a directory
-# of the benchmark's own, never wherever the script was started.
+# of the benchmark's own, never wherever the script was started (it runs there, and its
+# --workdir names it, so nothing lands in the caller's directory either way).
 mkdir -p "$work/runbook"
 before=$(azure_requests)
 start=$(now)
-"$RUNBOOK" --journal "$work/journal.db" run phase1-workload-identity --vars "$work/phase1.vars.toml" --no-progress \
-    --workdir "$work/runbook" \
-    >"$work/runbook.log" 2>&1 || { tail -20 "$work/runbook.log" >&2; exit 1; }
+(cd "$work/runbook" && "$RUNBOOK" --journal "$work/journal.db" run phase1-workload-identity \
+    --vars "$work/phase1.vars.toml" --no-progress --workdir "$work/runbook" >"$work/runbook.log" 2>&1) \
+    || { tail -20 "$work/runbook.log" >&2; exit 1; }
 runbook_seconds=$(echo "$(now) - $start" | bc)
 runbook_requests=$(( $(azure_requests) - before ))
 stop_sandbox
