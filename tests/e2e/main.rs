@@ -22,6 +22,7 @@ mod journal_trust;
 mod kube_resume;
 mod kubectl;
 mod kubectl_fresh;
+mod output_snapshots;
 mod phase1;
 mod phase2;
 mod phase3;
