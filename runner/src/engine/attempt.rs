@@ -6,9 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use runbook_clock::Clock;
-use runbook_journal::{
-    EventData, Journal, JournalWriter, NewEvent, StepFinished, StepStarted, StepStatus as JournaledStatus,
-};
+use runbook_journal::{EventData, Journal, JournalWriter, NewEvent, StepFinished, StepStarted};
 use runbook_steps::{ErrorClass, StepContext, StepError};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedSender;
@@ -123,7 +121,7 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                             attempt,
                             StepFinished {
                                 kind: job.def.spec.kind.clone(),
-                                status: JournaledStatus::Succeeded,
+                                status: StepStatus::Succeeded,
                                 digest: Some(job.digest.clone()),
                                 input_digests: Some(job.input_digests.clone()),
                                 outputs: Some(journaled),
@@ -178,7 +176,7 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                             attempt,
                             StepFinished {
                                 kind: job.def.spec.kind.clone(),
-                                status: journaled_status(status),
+                                status,
                                 digest: Some(job.digest.clone()),
                                 input_digests: Some(job.input_digests.clone()),
                                 outputs: None,
@@ -235,28 +233,8 @@ fn retry_reason(failed: u32, error: &StepError, next_try: u32, max_tries: u32) -
     format!("attempt {failed} failed ({what}); try {next_try} of {max_tries}")
 }
 
-fn journaled_status(status: StepStatus) -> JournaledStatus {
-    match status {
-        StepStatus::Succeeded => JournaledStatus::Succeeded,
-        StepStatus::Failed => JournaledStatus::Failed,
-        StepStatus::GateFailed => JournaledStatus::GateFailed,
-        StepStatus::TimedOut => JournaledStatus::TimedOut,
-        StepStatus::Cancelled => JournaledStatus::Cancelled,
-    }
-}
-
 fn with_start(start: Option<NewEvent>, finished: NewEvent) -> Vec<NewEvent> {
     start.into_iter().chain(std::iter::once(finished)).collect()
-}
-
-pub fn status_name(status: StepStatus) -> &'static str {
-    match status {
-        StepStatus::Succeeded => "succeeded",
-        StepStatus::Failed => "failed",
-        StepStatus::GateFailed => "gate_failed",
-        StepStatus::TimedOut => "timed_out",
-        StepStatus::Cancelled => "cancelled",
-    }
 }
 
 /// Exponential backoff from `base`, capped, with jitter (`unit` in [0, 1) picks a point in the

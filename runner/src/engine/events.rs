@@ -68,15 +68,9 @@ pub enum EngineEvent {
     },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepStatus {
-    Succeeded,
-    Failed,
-    GateFailed,
-    TimedOut,
-    Cancelled,
-}
+/// How a step ended: the journal's own vocabulary, so what reporters are told and what the
+/// journal keeps cannot differ.
+pub use runbook_journal::StepStatus;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

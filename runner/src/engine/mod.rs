@@ -24,7 +24,6 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-pub use attempt::status_name;
 use attempt::{Job, Shared, run_job};
 pub use critical_path::critical_path;
 use events::{Counts, EngineEvent, RunStatus, StepStatus, millis};
