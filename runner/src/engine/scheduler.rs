@@ -410,3 +410,117 @@ fn heights(plan: &Plan, dependents: &[Vec<usize>]) -> Vec<usize> {
     }
     height
 }
+
+#[cfg(test)]
+mod tests {
+    //! A kind this build does not ship, added the way any kind is: its own type and one
+    //! `register` line. The loader, `plan` and the scheduler learn everything they need from it.
+
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use async_trait::async_trait;
+    use runbook_steps::{KindRole, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::model::load::{Origin, load};
+    use crate::model::vars::{self, VarInputs};
+
+    /// Waits for a person's sign-off when its inputs carry a `ticket`; otherwise acts at once.
+    struct SignOff;
+
+    #[async_trait]
+    impl StepKind for SignOff {
+        fn name(&self) -> &'static str {
+            "sign_off"
+        }
+        fn role(&self) -> KindRole {
+            KindRole::Gate
+        }
+        fn awaits_approval(&self, inputs: &Value) -> bool {
+            inputs.get("ticket").is_some()
+        }
+        fn inputs_schema(&self) -> Value {
+            json!({
+                "type": "object",
+                "properties": { "ticket": { "type": "string" }, "note": { "type": "string" } },
+                "additionalProperties": false
+            })
+        }
+        fn declared_outputs(&self, _inputs: &Value, _specs: &BTreeMap<String, OutputSpec>) -> Vec<OutputDecl> {
+            Vec::new()
+        }
+        async fn run(&self, _ctx: &StepContext, _inputs: &Value) -> Result<StepOutcome, StepError> {
+            Ok(StepOutcome::default())
+        }
+    }
+
+    const RUNBOOK: &str = r#"
+[runbook]
+name = "sign-offs"
+
+[[steps]]
+id = "noted"
+kind = "sign_off"
+inputs.note = "no ticket: acts at once"
+
+[[steps]]
+id = "ticketed"
+kind = "sign_off"
+after = ["noted"]
+inputs.ticket = "CHG-1"
+"#;
+
+    #[test]
+    fn a_kind_added_with_one_registration_line_is_loaded_planned_and_awaits_its_approval() {
+        let mut registry = crate::registry();
+        registry.register(Arc::new(SignOff));
+        let runbook = load(Origin::File("sign-offs.toml".into()), RUNBOOK.into(), &registry).expect("loads");
+        assert_eq!(runbook.steps[1].kind.role(), KindRole::Gate);
+        let bad = RUNBOOK.replace("inputs.ticket", "inputs.tikcet");
+        assert!(load(Origin::File("bad.toml".into()), bad, &registry).is_err(), "its schema is checked");
+
+        let values = vars::resolve(&runbook, &VarInputs { file: None, overrides: Vec::new() }).expect("no vars");
+        let required = RequiredValues::new();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let journal = Journal::open(&dir.path().join("j.db")).expect("journal");
+        let scope = Scope {
+            runbook: &runbook,
+            vars: &values,
+            required: &required,
+            plan: None,
+            outputs: None,
+            item: None,
+            tainted: None,
+            run_id: "r",
+            work_dir: dir.path(),
+        };
+        let plan = plan::expand(&runbook, &scope).expect("plan");
+        let (prior, rerun, approvals) = (Prior::default(), HashSet::new(), HashMap::new());
+        let facts = Facts {
+            runbook: &runbook,
+            plan: &plan,
+            vars: &values,
+            required: &required,
+            prior: &prior,
+            rerun: &rerun,
+            approvals: &approvals,
+            journal: Some(&journal),
+            run_id: "r",
+            work_dir: dir.path(),
+        };
+        let mut scheduler = Scheduler::new(facts, Mode::Run, Redactor::new(Vec::new()));
+
+        let first = scheduler.next_ready().expect("the first step is ready");
+        assert!(matches!(scheduler.admit(first), Admission::Start(_)), "no ticket: it starts");
+        let done = JobResult::Succeeded { outputs: Map::new(), secret_outputs: Vec::new() };
+        assert!(!scheduler.finished(first, done, Duration::ZERO));
+        let second = scheduler.next_ready().expect("its dependent is ready");
+        match scheduler.admit(second) {
+            Admission::AwaitApproval { reason, .. } => assert_eq!(reason, NOT_RUN_BEFORE),
+            _ => panic!("a ticket awaits its approval, as the kind says"),
+        }
+        assert_eq!(scheduler.outcome(false).0, RunStatus::AwaitingApproval);
+    }
+}
