@@ -5,6 +5,7 @@
 use azure_core::http::Method;
 use serde_json::Value;
 
+use super::client::AZURE_ASYNC_OPERATION;
 use super::compare::differences;
 use super::session::ArmSession;
 use super::{errors, lro, registration};
@@ -57,16 +58,40 @@ pub async fn ensure(session: &mut ArmSession<'_>, desired: &Desired<'_>) -> Resu
     Ok(Ensured { body, created: false })
 }
 
-/// PUT, wait for the operation, then read the resource back as it ended up.
+/// PUT, wait for the operation, and take the resource as it ended up: from the answer when the
+/// answer is the resource, else read back once.
 async fn put(session: &mut ArmSession<'_>, desired: &Desired<'_>, doing: &str) -> Result<Value, StepError> {
     let response = session.call(Method::Put, desired.path, desired.api_version, Some(desired.body)).await?;
     if !response.is_success() {
         return Err(registration::failure(session, &response, doing).await);
     }
-    lro::follow(session, &response, &format!("{doing} {}", desired.path)).await?;
+    let polled = lro::follow(session, &response, &format!("{doing} {}", desired.path)).await?;
+    // A PUT that finished within its request (resource groups, identities, federated
+    // credentials, zones and record sets, role assignments: 200/201, no operation to follow)
+    // answers with the resource as it now is, as the Location pattern's last poll does (a
+    // storage account): a GET would return the same. An answer that is not this resource, and
+    // the Azure-AsyncOperation pattern (whose answer was taken before the operation ended), are
+    // read back.
+    let answered = match polled {
+        Some(body) => Some(body),
+        None if response.header(&AZURE_ASYNC_OPERATION).is_none() && matches!(response.status, 200 | 201) => {
+            response.json()
+        }
+        None => None,
+    };
+    if let Some(body) = answered.filter(|body| names(body, desired.path)) {
+        return lro::settle(session, desired.path, desired.api_version, body).await;
+    }
     let read = session.call(Method::Get, desired.path, desired.api_version, None).await?;
     if !read.is_success() {
         return Err(errors::from_response(&read, "reading back"));
     }
     lro::settle(session, desired.path, desired.api_version, read.json().unwrap_or(Value::Null)).await
+}
+
+/// Whether `body` is the resource at `path` (ARM ids compare without regard to case).
+fn names(body: &Value, path: &str) -> bool {
+    body.get("id")
+        .and_then(Value::as_str)
+        .is_some_and(|id| id.trim_end_matches('/').eq_ignore_ascii_case(path.trim_end_matches('/')))
 }
