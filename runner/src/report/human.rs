@@ -1,4 +1,5 @@
 use std::collections::HashMap;
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -6,9 +7,11 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::engine::events::{EngineEvent, RunStatus, StepStatus};
 use crate::report::{DisplayMode, Reporter};
 
-/// Progress bars on a terminal, plain lines elsewhere; both on stderr.
+/// Progress bars on a terminal, plain lines elsewhere; both on stderr unless given a writer.
 pub struct HumanReporter {
     mode: DisplayMode,
+    /// Where the lines go: stderr for a person; a buffer in tests, which pin what is shown.
+    out: Box<dyn Write + Send>,
     /// Print the full messages behind one-line notices (retries).
     verbose: bool,
     started: Instant,
@@ -28,8 +31,14 @@ const SHOW_AFTER: Duration = Duration::from_millis(250);
 
 impl HumanReporter {
     pub fn new(mode: DisplayMode, verbose: bool) -> Self {
+        HumanReporter::to_writer(mode, verbose, Box::new(std::io::stderr()))
+    }
+
+    /// Lines written to `out` (progress bars, on a terminal only, still draw on stderr).
+    pub fn to_writer(mode: DisplayMode, verbose: bool, out: Box<dyn Write + Send>) -> Self {
         HumanReporter {
             mode,
+            out,
             verbose,
             // Real time: when progress appears on the terminal, not a time of the run.
             started: Instant::now(),
@@ -43,12 +52,14 @@ impl HumanReporter {
         }
     }
 
-    fn line(&self, text: String) {
+    fn line(&mut self, text: String) {
         match &self.multi {
             Some(multi) if self.shown => {
                 let _ = multi.println(text);
             }
-            _ => eprintln!("{text}"),
+            _ => {
+                let _ = writeln!(self.out, "{text}");
+            }
         }
     }
 
@@ -78,7 +89,7 @@ impl Reporter for HumanReporter {
                 self.total = *steps;
                 if !quiet {
                     let verb = if *resumed { "resuming" } else { "running" };
-                    eprintln!("{verb} {runbook} ({steps} steps), run {run_id}");
+                    self.line(format!("{verb} {runbook} ({steps} steps), run {run_id}"));
                 }
                 if self.mode == DisplayMode::Progress {
                     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
@@ -208,12 +219,16 @@ impl Reporter for HumanReporter {
                     RunStatus::AwaitingApproval => "is waiting for approval",
                     RunStatus::Cancelled => "was cancelled",
                 };
-                eprintln!("run {run_id} {what} in {secs:.1}s: {summary}");
+                // The bars are cleared: what follows goes to the writer whatever was shown.
+                self.shown = false;
+                self.line(format!("run {run_id} {what} in {secs:.1}s: {summary}"));
                 if let Some(line) = critical_path_line(critical_path, *critical_path_ms) {
-                    eprintln!("{line}");
+                    self.line(line);
                 }
                 if matches!(status, RunStatus::Failed | RunStatus::Cancelled | RunStatus::GateFailed) {
-                    eprintln!("hint: fix the cause, then `runbook resume {run_id}` continues where it stopped");
+                    self.line(format!(
+                        "hint: fix the cause, then `runbook resume {run_id}` continues where it stopped"
+                    ));
                 }
             }
         }
@@ -235,7 +250,99 @@ fn retry_line(step: &str, code: Option<&str>, try_number: u32, max_tries: u32, d
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
     use super::*;
+    use crate::engine::events::Counts;
+
+    /// A writer the test keeps a handle on.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("not poisoned").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn shown(mode: DisplayMode, verbose: bool, events: &[EngineEvent]) -> String {
+        let captured = Captured::default();
+        let mut reporter = HumanReporter::to_writer(mode, verbose, Box::new(captured.clone()));
+        for event in events {
+            reporter.event(event);
+        }
+        String::from_utf8(captured.0.lock().expect("not poisoned").clone()).expect("utf-8")
+    }
+
+    /// A resumed run: reuses, a fresh start, a retry, a failure with a hint, a gate waiting.
+    fn a_run() -> Vec<EngineEvent> {
+        let step = |s: &str| s.to_string();
+        vec![
+            EngineEvent::RunStarted {
+                run_id: step("R"),
+                runbook: step("demo"),
+                steps: 5,
+                already_done: 2,
+                resumed: true,
+            },
+            EngineEvent::StepsReused {
+                steps: vec![step("a"), step("b")],
+                reason: step("done in run Q with the same inputs"),
+            },
+            EngineEvent::StepSkipped { step: step("dns"), reason: step("its `when` condition is false") },
+            EngineEvent::StepStarted { step: step("c"), attempt: 1, reason: step(crate::plan::NOT_RUN_BEFORE) },
+            EngineEvent::StepStarted { step: step("d"), attempt: 2, reason: step(crate::plan::NOT_RUN_BEFORE) },
+            EngineEvent::StepRetrying {
+                step: step("c"),
+                attempt: 1,
+                try_number: 1,
+                max_tries: 5,
+                delay_ms: 2000,
+                code: Some(step("PrincipalNotFound")),
+                error: step("Principal 123 does not exist in the directory.\nRequestId: abc"),
+            },
+            EngineEvent::StepFinished {
+                step: step("c"),
+                attempt: 2,
+                status: StepStatus::Succeeded,
+                duration_ms: 2400,
+                error: None,
+                hint: None,
+            },
+            EngineEvent::StepFinished {
+                step: step("d"),
+                attempt: 2,
+                status: StepStatus::Failed,
+                duration_ms: 100,
+                error: Some(step("ExitStatus1: `ccoctl` exited with status 1")),
+                hint: Some(step("is ccoctl on PATH?")),
+            },
+            EngineEvent::GateWaiting {
+                step: step("e"),
+                prompt: step("ship it?"),
+                approve_with: step("runbook approve R e"),
+            },
+            EngineEvent::RunFinished {
+                run_id: step("R"),
+                status: RunStatus::Failed,
+                duration_ms: 2600,
+                counts: Counts { succeeded: 1, reused: 2, skipped_by_when: 1, failed: 1, waiting: 1, not_run: 0 },
+                critical_path: vec![step("c"), step("d")],
+                critical_path_ms: 2500,
+            },
+        ]
+    }
+
+    #[test]
+    fn what_a_person_sees_of_a_run_in_lines_quiet_and_verbose() {
+        insta::assert_snapshot!("lines", shown(DisplayMode::Lines, false, &a_run()));
+        insta::assert_snapshot!("lines_verbose", shown(DisplayMode::Lines, true, &a_run()));
+        insta::assert_snapshot!("quiet", shown(DisplayMode::Quiet, false, &a_run()));
+    }
 
     #[test]
     fn a_retry_is_one_line_with_code_attempt_and_wait() {
