@@ -14,6 +14,7 @@ mod accept;
 mod arm;
 mod auth;
 mod blob;
+mod breakages;
 mod config;
 mod entra;
 mod faults;
@@ -35,6 +36,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use breakages::{BREAKAGES, Breakage, BreakageInfo};
 pub use config::{DEFAULT_SUBSCRIPTION_ID, DEFAULT_TENANT_ID, SandboxConfig};
 pub use entra::federation::{AadstsError, FederatedToken};
 pub use faults::{Fault, FaultModel, FaultRule, RuleFault, RuleState};
@@ -445,6 +447,11 @@ impl Sandbox {
     /// ARM ids present now, sorted.
     pub fn resource_ids(&self) -> Vec<String> {
         self.shared.state().resource_ids()
+    }
+
+    /// Breaks one thing on purpose ([`Breakage`]); says what was changed.
+    pub fn apply_breakage(&self, breakage: Breakage) -> Result<String, String> {
+        breakage.apply(&self.shared)
     }
 
     /// The content of a blob, if it exists.

@@ -318,6 +318,11 @@ pub enum Command {
         /// Keep the sandbox up after the phases, until Ctrl-C (writes sandbox.env and the kubeconfigs)
         #[arg(long)]
         serve: bool,
+        /// Break one thing on purpose, as the procedure's Troubleshooting section describes, so
+        /// the later phases meet its real symptom (`runbook diagnose` then names it); stops after
+        /// Phase 3 unless --phase says sooner
+        #[arg(long = "break", value_name = "BREAKAGE", value_parser = breakage_names())]
+        breakage: Option<String>,
         #[command(flatten)]
         programs: ProgramArgs,
         #[command(flatten)]
@@ -374,6 +379,12 @@ impl SandboxArgs {
             public_names: self.public_names,
         }
     }
+}
+
+/// The names `rehearse --break` accepts (clap lists them in `--help` and in its error).
+#[cfg(feature = "sandbox")]
+fn breakage_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(runbook_sandbox::BREAKAGES.iter().map(|b| b.name))
 }
 
 /// Which `hypershift` and `ccoctl` a rehearsal's runbooks run.
@@ -523,6 +534,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             infra_tool,
             no_external_dns,
             serve,
+            breakage,
             programs,
             sandbox,
         } => {
@@ -542,6 +554,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
                 &infra_tool,
                 !no_external_dns,
                 serve,
+                breakage.as_deref().and_then(runbook_sandbox::Breakage::from_name),
             )
             .await
         }

@@ -93,6 +93,11 @@ pub struct Rehearsal {
     pub infra_tool: String,
     /// The procedure's DNS strategy: with External DNS (its Option 1) or without (Option 2).
     pub external_dns: bool,
+    /// One thing broken on purpose (`--break`): the phases after it wait for health only as
+    /// long as a healthy sandbox needs, so the symptom ends the run instead of a 30-minute wait.
+    pub breakage: Option<runbook_sandbox::Breakage>,
+    /// The sandbox's latency scale, for those waits.
+    pub latency_scale: f64,
 }
 
 impl Rehearsal {
@@ -140,6 +145,8 @@ impl Rehearsal {
             identity_tool: "native".into(),
             infra_tool: "native".into(),
             external_dns: true,
+            breakage: None,
+            latency_scale: options.latency_scale,
         })
     }
 
@@ -154,6 +161,9 @@ impl Rehearsal {
         if runbook == "phase3-hosted-cluster" {
             // Who makes the cluster's private zone, load balancer and roles.
             text.push_str(&format!("infra_tool = \"{}\"\n", self.infra_tool));
+            if self.breakage.is_some() {
+                text.push_str(&format!("available_timeout = \"{}s\"\n", broken_wait_secs(self.latency_scale)));
+            }
         }
         runbook_files::write(&vars_file, text.as_bytes(), runbook_files::PUBLIC, runbook_files::Existing::Replace)
             .map_err(|e| CliError::Internal(e.into()))?;
@@ -226,6 +236,35 @@ impl Rehearsal {
     pub fn write_requests(&self) -> usize {
         self.sandbox.request_log().iter().filter(|r| r.is_write()).count()
     }
+}
+
+/// A breakage must come after a phase the rehearsal runs, and on the path it breaks.
+fn check_breakage(breakage: runbook_sandbox::Breakage, phase: Option<u8>, external_dns: bool) -> CliResult<()> {
+    let after = breakage.info().after_phase;
+    if phase.is_some_and(|p| p < after) {
+        return Err(CliError::user_hint(
+            format!(
+                "`--break {}` is applied after {}, which this rehearsal does not reach",
+                breakage.name(),
+                phase_name(after)
+            ),
+            format!("rehearse at least up to phase {after} (or leave --phase out)"),
+        ));
+    }
+    if breakage == runbook_sandbox::Breakage::ExternalDnsSecret && !external_dns {
+        return Err(CliError::user_hint(
+            format!("`--break {}` breaks External DNS, which --no-external-dns leaves out", breakage.name()),
+            "drop --no-external-dns",
+        ));
+    }
+    Ok(())
+}
+
+/// How long a rehearsal with a breakage waits for a cluster to become healthy: the procedure's
+/// 30 minutes at the sandbox's latency scale (a healthy sandbox needs a fraction), and never
+/// under 10 s.
+fn broken_wait_secs(latency_scale: f64) -> u64 {
+    ((1800.0 * latency_scale).ceil() as u64).max(10)
 }
 
 /// `--check-idempotent`: runs a runbook that has just finished again, as the same person, with
@@ -631,13 +670,21 @@ pub async fn rehearse(
     infra_tool: &str,
     external_dns: bool,
     serve_after: bool,
+    breakage: Option<runbook_sandbox::Breakage>,
 ) -> CliResult {
+    // A broken cluster has no Day 2: a rehearsal with a breakage stops after Phase 3 unless told
+    // to stop sooner.
+    let phase = phase.or(breakage.map(|_| 3));
+    if let Some(breakage) = breakage {
+        check_breakage(breakage, phase, external_dns)?;
+    }
     let (phases, missing) = phases(phase)?;
     let mut rehearsal = Rehearsal::start(env, &base, journal.as_deref(), &options, &programs, None).await?;
     rehearsal.oidc_tool = oidc_tool.to_string();
     rehearsal.identity_tool = identity_tool.to_string();
     rehearsal.infra_tool = infra_tool.to_string();
     rehearsal.external_dns = external_dns;
+    rehearsal.breakage = breakage;
     // In a private network (--public-names) only loopback exists: say so, from the kernel's list.
     let interfaces = options
         .public_names
@@ -697,6 +744,20 @@ pub async fn rehearse(
         }
         if exit != Exit::Ok {
             break;
+        }
+        if phase_done && let Some(breakage) = breakage.filter(|b| b.info().after_phase == number) {
+            let what = rehearsal.sandbox.apply_breakage(breakage).map_err(|e| {
+                CliError::Internal(anyhow::anyhow!(
+                    "cannot break `{}` after {}: {e}",
+                    breakage.name(),
+                    phase_name(number)
+                ))
+            })?;
+            let line = format!("broke `{}` after {}: {what}", breakage.name(), phase_name(number));
+            if !env.json {
+                eprintln!("{line}");
+            }
+            summary_lines.push(line);
         }
         if check_idempotent {
             exit = run_again(&rehearsal, number, runbook, &mut runs, &mut second_pass, env.json).await?;
@@ -778,6 +839,15 @@ pub async fn rehearse(
             journal.display(),
             journal.display()
         );
+        if let (Some(breakage), Some(second)) = (breakage, &second) {
+            eprintln!(
+                "broken on purpose: `{}` ({}); what is wrong and how to fix it:\n  runbook --journal {} --journal {} diagnose",
+                breakage.name(),
+                breakage.info().reproduces,
+                journal.display(),
+                second.journal.display()
+            );
+        }
         if let Some(second) = &second {
             eprintln!(
                 "azure-admin's journal: {}\nhand-off file: {}\nhypershift-admin's journal: {} (files in {})\nthe whole story:\n  runbook --journal {} --journal {} audit --format markdown",

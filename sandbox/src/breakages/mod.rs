@@ -1,0 +1,94 @@
+//! Breaking one thing on purpose, so a rehearsal reproduces a failure of the procedure's
+//! Troubleshooting section (or one users report) with the symptoms Azure and HyperShift really
+//! show: the sandbox's own controllers, Entra and Blob then fail the way the real ones do. A
+//! breakage changes the sandbox's state the way a person or another tool would have (a
+//! credential written with the wrong case, a container made private); it never changes how the
+//! services behave, so what fixes the real failure fixes the rehearsed one.
+//!
+//! Each breakage names the phase after which it is applied: the rehearsal breaks the thing once
+//! that phase has made it, and the next phases meet the symptom.
+
+mod external_dns;
+mod identity;
+
+use crate::Shared;
+
+/// One thing to break.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Breakage {
+    /// One federated credential's subject differs from the service account's name in case
+    /// (subjects are compared case-sensitively: AADSTS700213).
+    FicSubjectCase,
+    /// Every federated credential names the issuer with a trailing slash, which the cluster's
+    /// tokens do not carry (AADSTS700211).
+    IssuerTrailingSlash,
+    /// The OIDC issuer's container is private: Entra cannot read the discovery document.
+    PrivateOidcContainer,
+    /// External DNS's credentials secret on the management cluster holds a wrong client secret
+    /// (AADSTS7000215).
+    ExternalDnsSecret,
+}
+
+/// What a breakage is, for `--break` and the reports.
+pub struct BreakageInfo {
+    pub breakage: Breakage,
+    pub name: &'static str,
+    /// Applied once this phase has finished (1, 2, 3; 4 is Day 2).
+    pub after_phase: u8,
+    /// The procedure's Troubleshooting entry (or the users' report) it reproduces.
+    pub reproduces: &'static str,
+}
+
+/// Every breakage, in the order of the procedure's Troubleshooting section.
+pub const BREAKAGES: &[BreakageInfo] = &[
+    BreakageInfo {
+        breakage: Breakage::FicSubjectCase,
+        name: "fic-subject-case",
+        after_phase: 1,
+        reproduces: "authentication errors at cluster creation: a federated credential's subject differs in case from the service account",
+    },
+    BreakageInfo {
+        breakage: Breakage::IssuerTrailingSlash,
+        name: "issuer-trailing-slash",
+        after_phase: 1,
+        reproduces: "authentication errors at cluster creation: the federated credentials' issuer has a trailing slash the cluster's does not",
+    },
+    BreakageInfo {
+        breakage: Breakage::PrivateOidcContainer,
+        name: "private-oidc-container",
+        after_phase: 1,
+        reproduces: "authentication errors at cluster creation: the OIDC issuer's storage container is not public",
+    },
+    BreakageInfo {
+        breakage: Breakage::ExternalDnsSecret,
+        name: "external-dns-secret",
+        after_phase: 2,
+        reproduces: "DNS not resolving: External DNS's credentials are refused, so it writes no record",
+    },
+];
+
+impl Breakage {
+    pub fn info(self) -> &'static BreakageInfo {
+        BREAKAGES.iter().find(|b| b.breakage == self).expect("every breakage is listed")
+    }
+
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// The breakage called `name`, as `--break` spells it.
+    pub fn from_name(name: &str) -> Option<Breakage> {
+        BREAKAGES.iter().find(|b| b.name == name).map(|b| b.breakage)
+    }
+
+    /// Breaks it; says what was changed, or why nothing could be (the thing to break does not
+    /// exist yet: the phase that makes it has not run).
+    pub(crate) fn apply(self, shared: &Shared) -> Result<String, String> {
+        match self {
+            Breakage::FicSubjectCase => identity::subject_case(shared),
+            Breakage::IssuerTrailingSlash => identity::issuer_trailing_slash(shared),
+            Breakage::PrivateOidcContainer => identity::private_issuer_container(shared),
+            Breakage::ExternalDnsSecret => external_dns::wrong_secret(shared),
+        }
+    }
+}
