@@ -34,6 +34,7 @@ pub enum EventData {
     StepQueued(StepQueued),
     CriticalPath(CriticalPath),
     DriftChecked(DriftChecked),
+    Diagnosed(Diagnosed),
 }
 
 pub const RUN_CREATED: &str = "run_created";
@@ -50,6 +51,7 @@ pub const HANDOFF_IMPORTED: &str = "handoff_imported";
 pub const STEP_QUEUED: &str = "step_queued";
 pub const CRITICAL_PATH: &str = "critical_path";
 pub const DRIFT_CHECKED: &str = "drift_checked";
+pub const DIAGNOSED: &str = "diagnosed";
 
 impl EventData {
     pub fn kind(&self) -> &'static str {
@@ -68,6 +70,7 @@ impl EventData {
             EventData::StepQueued(_) => STEP_QUEUED,
             EventData::CriticalPath(_) => CRITICAL_PATH,
             EventData::DriftChecked(_) => DRIFT_CHECKED,
+            EventData::Diagnosed(_) => DIAGNOSED,
         }
     }
 
@@ -91,6 +94,7 @@ impl EventData {
             STEP_QUEUED => EventData::StepQueued(parse(data)?),
             CRITICAL_PATH => EventData::CriticalPath(parse(data)?),
             DRIFT_CHECKED => EventData::DriftChecked(parse(data)?),
+            DIAGNOSED => EventData::Diagnosed(parse(data)?),
             other => return Err(format!("unknown event kind `{other}` (written by a newer build?)")),
         })
     }
@@ -362,6 +366,22 @@ pub struct DriftChecked {
     pub drift: Vec<Value>,
     /// Objects that could not be read (an error code and message each).
     pub unreadable: Vec<Value>,
+}
+
+/// `runbook diagnose` read (GET only) what the journals made and what Azure and the management
+/// cluster show, and named causes: appended to the latest run of each journal it read.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Diagnosed {
+    pub who: Value,
+    pub checked_at: String,
+    pub healthy: bool,
+    /// One entry per cause: its id, title, evidence and fix.
+    pub causes: Vec<Value>,
+    /// Unhealthy things no cause explains.
+    pub symptoms: Vec<Value>,
+    /// What could not be read, and why.
+    pub unchecked: Vec<Value>,
 }
 
 /// An optional value that must still be written (as `null`): with `deserialize_with`, serde

@@ -3,6 +3,7 @@
 
 pub mod bundled;
 pub mod cli;
+pub mod diagnose;
 pub mod doctor;
 pub mod engine;
 pub mod handoff;

@@ -10,6 +10,7 @@ mod bench_phase3;
 mod concurrency;
 mod crash_cleanup;
 mod crash_phase3;
+mod diagnose;
 mod doctor;
 mod handoff;
 mod hypershift_standin;

@@ -69,6 +69,17 @@ fn detail(event: &Event) -> String {
             format!("{} objects read back: {} drifted, {} unreadable", d.objects, d.drift.len(), d.unreadable.len())
         }
         EventData::CriticalPath(d) => format!("{} ms: {}", d.duration_ms, d.steps.join(" -> ")),
+        EventData::Diagnosed(d) if d.healthy => "diagnosed: healthy".to_string(),
+        EventData::Diagnosed(d) => {
+            let ids: Vec<&str> = d.causes.iter().filter_map(|c| c["id"].as_str()).collect();
+            format!(
+                "diagnosed: {} causes ({}), {} unexplained symptoms, {} parts unchecked",
+                d.causes.len(),
+                ids.join(", "),
+                d.symptoms.len(),
+                d.unchecked.len()
+            )
+        }
     };
     text.replace(['\n', '|'], " ")
 }

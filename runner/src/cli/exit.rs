@@ -16,6 +16,8 @@ pub enum Exit {
     JournalTampered = 6,
     /// `verify` found objects not as the run left them.
     Drift = 7,
+    /// `diagnose` found a cause, or something unhealthy it cannot explain.
+    Unhealthy = 8,
     Cancelled = 130,
 }
 

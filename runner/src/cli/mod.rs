@@ -6,6 +6,7 @@ mod audit;
 mod az_config;
 mod bench;
 mod catalog;
+mod diagnose;
 mod doctor;
 pub mod entry;
 mod env;
@@ -276,6 +277,12 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
+    /// Why the deployment the journals made is not healthy: reads (GET only) the HostedClusters'
+    /// and NodePools' conditions, control-plane and External DNS pods and their events, the
+    /// identities' federated credentials against the cluster's issuer and service accounts, and
+    /// the issuer as Entra reads it; names each cause with its evidence and fix. With
+    /// `--journal A --journal B` (one per person) the journals make one history
+    Diagnose,
     /// Check what a runbook needs on this machine and account: programs, hypershift flags, kube
     /// access and permissions, Azure sign-in and permissions (`run` makes the same checks first)
     Doctor {
@@ -476,10 +483,12 @@ pub enum AuditFormat {
 
 pub async fn dispatch(cli: Cli) -> CliResult {
     let env = Env::new(&cli.global);
-    if cli.global.journal.len() > 1 && !matches!(cli.command, Command::Audit { .. } | Command::Verify { .. }) {
+    if cli.global.journal.len() > 1
+        && !matches!(cli.command, Command::Audit { .. } | Command::Verify { .. } | Command::Diagnose)
+    {
         return Err(exit::CliError::user_hint(
             "--journal is given more than once",
-            "only `audit` and `verify` read several journals; every other command works on one",
+            "only `audit`, `verify` and `diagnose` read several journals; every other command works on one",
         ));
     }
     match cli.command {
@@ -517,6 +526,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
             audit::audit(&env, &cli.global.journal, since.as_deref(), format, verify)
         }
         Command::Doctor { name, vars } => doctor::doctor(&env, &name, &vars).await,
+        Command::Diagnose => diagnose::diagnose(&env, &cli.global.journal).await,
         Command::Verify { runbook, all } => verify::verify(&env, &cli.global.journal, runbook.as_deref(), all).await,
         Command::Timeline { runs, format, file } => timeline::timeline(&env, &cli.global.journal, &runs, format, file),
         Command::Bench { what: BenchWhat::Engine { steps, dir } } => bench::engine(&env, steps, dir).await,

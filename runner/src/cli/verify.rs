@@ -17,10 +17,11 @@ use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::verify::{Drift, DriftKind, Ledger, Outcome, Readers, Unreadable, check_all, made_by};
 
 /// A run and the journal holding it.
-struct JournaledRun {
-    journal: usize,
-    record: RunRecord,
-    created: jiff::Timestamp,
+pub(crate) struct JournaledRun {
+    /// Its journal's index among those given.
+    pub journal: usize,
+    pub record: RunRecord,
+    pub created: jiff::Timestamp,
 }
 
 /// Every run of every journal that did work itself, oldest first. A hand-off import only
@@ -86,15 +87,14 @@ struct RunReport {
     unreadable: Vec<Unreadable>,
 }
 
-pub async fn verify(env: &Env, paths: &[PathBuf], runbook: Option<&str>, all: bool) -> CliResult {
-    let journals = open_all(env, paths)?;
-    for (_, journal) in &journals {
-        journal.ensure_intact()?;
-    }
-    let runs = runs_in(&journals)?;
-    let chosen = runs_to_check(&runs, runbook, all)?;
-
-    // What should exist now: every run in order, later deletions and changes included.
+/// Every run of the journals that did work itself (oldest first), what they left that should
+/// exist now (every run in order, later deletions and changes included), and the runbooks that
+/// cannot be found any more.
+pub(crate) fn ledger_of(
+    env: &Env,
+    journals: &[(PathBuf, Arc<Journal>)],
+) -> CliResult<(Vec<JournaledRun>, Ledger, BTreeSet<String>)> {
+    let runs = runs_in(journals)?;
     let mut ledger = Ledger::default();
     let mut unknown_runbooks = BTreeSet::new();
     for run in &runs {
@@ -106,6 +106,16 @@ pub async fn verify(env: &Env, paths: &[PathBuf], runbook: Option<&str>, all: bo
             made_by(&journals[run.journal].1, definition.as_ref(), &run.record.id).map_err(CliError::Internal)?;
         ledger.record(&run.record.runbook, &run.record.id, &made);
     }
+    Ok((runs, ledger, unknown_runbooks))
+}
+
+pub async fn verify(env: &Env, paths: &[PathBuf], runbook: Option<&str>, all: bool) -> CliResult {
+    let journals = open_all(env, paths)?;
+    for (_, journal) in &journals {
+        journal.ensure_intact()?;
+    }
+    let (runs, ledger, unknown_runbooks) = ledger_of(env, &journals)?;
+    let chosen = runs_to_check(&runs, runbook, all)?;
 
     let work_dir = std::env::current_dir().map_err(|e| CliError::Internal(e.into()))?;
     let readers = Readers::new(env.azure.clone(), work_dir);

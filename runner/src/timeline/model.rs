@@ -243,7 +243,8 @@ impl Timeline {
                     | EventData::RunStarted(_)
                     | EventData::HandoffExported(_)
                     | EventData::HandoffImported(_)
-                    | EventData::DriftChecked(_) => {}
+                    | EventData::DriftChecked(_)
+                    | EventData::Diagnosed(_) => {}
                 }
             }
             // What is still open when the run's events end: an attempt that never finished was

@@ -32,7 +32,7 @@ impl Readers {
         Readers { settings, work_dir, arm: OnceCell::new(), graph: OnceCell::new(), kube: OnceCell::new() }
     }
 
-    async fn arm(&self) -> Result<&ArmReader, ReadError> {
+    pub(crate) async fn arm(&self) -> Result<&ArmReader, ReadError> {
         let made = self
             .arm
             .get_or_init(|| async { self.settings.load().and_then(|s| ArmReader::new(&s)).map_err(read_error) })
@@ -40,7 +40,7 @@ impl Readers {
         made.as_ref().map_err(Clone::clone)
     }
 
-    async fn graph(&self) -> Result<&GraphReader, ReadError> {
+    pub(crate) async fn graph(&self) -> Result<&GraphReader, ReadError> {
         let made = self
             .graph
             .get_or_init(|| async { self.settings.load().and_then(|s| GraphReader::new(&s)).map_err(read_error) })
@@ -48,7 +48,7 @@ impl Readers {
         made.as_ref().map_err(Clone::clone)
     }
 
-    async fn kube(&self) -> Result<&KubeReader, ReadError> {
+    pub(crate) async fn kube(&self) -> Result<&KubeReader, ReadError> {
         let made = self
             .kube
             .get_or_init(|| async { KubeReader::connect(&self.settings, &self.work_dir).await.map_err(read_error) })
@@ -57,7 +57,7 @@ impl Readers {
     }
 
     /// The CA file the Azure settings trust (the sandbox's), for reading issuer documents.
-    fn ca_file(&self) -> Option<PathBuf> {
+    pub(crate) fn ca_file(&self) -> Option<PathBuf> {
         self.settings.var("RUNBOOK_CA_FILE").filter(|v| !v.is_empty()).map(PathBuf::from)
     }
 }

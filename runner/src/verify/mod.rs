@@ -20,8 +20,10 @@ mod objects;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use arm::is_identity;
 pub use check::{Finding, Outcome, Readers, check_all};
-pub use expected::{Expected, Gone, Ledger};
+pub use expected::{Check, Expected, Gone, Ledger};
+pub use issuer::client as issuer_client;
 pub use objects::{Made, made_by};
 
 /// One object that is not as the runs left it.

@@ -50,9 +50,20 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
+/// Fields Azure compares exactly although ARM is case-insensitive elsewhere: a federated
+/// credential's issuer, subject and audiences are matched byte for byte against a token's
+/// claims at sign-in (AADSTS700211/700212/700213), so a value that differs only in case or a
+/// trailing slash is a different value and must be written again.
+const EXACT_FIELDS: &[&str] = &["issuer", "subject", "audiences", "claimsMatchingExpression"];
+
 /// Values equal the way ARM treats them: names, ids, locations and enum values are
-/// case-insensitive, locations also ignore spaces ("East US" is "eastus"), 3600 is 3600.0.
-fn scalar_equal(key: &str, wanted: &Value, found: &Value) -> bool {
+/// case-insensitive, locations also ignore spaces ("East US" is "eastus"), 3600 is 3600.0;
+/// the [`EXACT_FIELDS`] anywhere on the pointer compare exactly.
+fn scalar_equal(pointer: &str, wanted: &Value, found: &Value) -> bool {
+    let key = last_key(pointer);
+    if pointer.split('/').any(|segment| EXACT_FIELDS.contains(&segment)) {
+        return wanted == found;
+    }
     match (wanted, found) {
         (Value::String(a), Value::String(b)) if key == "location" => {
             let norm = |s: &str| s.replace(' ', "").to_ascii_lowercase();
@@ -129,7 +140,7 @@ fn contained(pointer: &str, wanted: &Value, found: Option<&Value>, out: &mut Vec
         }
         (Value::Object(_) | Value::Array(_), _) | (_, Value::Object(_) | Value::Array(_)) => out.push(difference()),
         _ => {
-            if !scalar_equal(last_key(pointer), wanted, found) {
+            if !scalar_equal(pointer, wanted, found) {
                 out.push(difference());
             }
         }
@@ -141,6 +152,23 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_federated_credentials_subject_issuer_and_audiences_compare_exactly() {
+        let desired = json!({"properties": {"issuer": "https://issuer.example/x", "audiences": ["openshift"],
+            "subject": "system:serviceaccount:ns:azure-disk-csi-driver-node-sa"}});
+        for (field, now) in [
+            ("/properties/subject", json!("system:serviceaccount:ns:Azure-disk-csi-driver-node-sa")),
+            ("/properties/issuer", json!("https://issuer.example/x/")),
+            ("/properties/issuer", json!("https://ISSUER.example/x")),
+            ("/properties/audiences", json!(["OpenShift"])),
+        ] {
+            let mut existing = desired.clone();
+            *existing.pointer_mut(field).unwrap() = now;
+            assert!(!differences(&desired, &existing, None).unwrap().is_empty(), "{field} {existing}");
+        }
+        assert!(differences(&desired, &desired, None).unwrap().is_empty());
+    }
 
     #[test]
     fn read_only_additions_do_not_count() {

@@ -1,0 +1,23 @@
+//! The causes `diagnose` can name, one file per Troubleshooting entry of the procedure. Each rule
+//! starts from a symptom the scene shows (a condition, a pod's state, an Event) and looks for the
+//! evidence that explains it; a symptom no rule explains is reported as seen.
+
+mod cluster;
+mod external_dns;
+mod fix;
+mod identity;
+
+use super::{Diagnosis, Scene};
+
+/// The procedure's Troubleshooting entries, as it titles them.
+pub const AUTHENTICATION: &str = "Cluster Creation Fails with Authentication Errors";
+pub const CONTROL_PLANE: &str = "Control Plane Pods Not Starting";
+pub const WORKERS: &str = "Worker Nodes Not Joining Cluster";
+pub const DNS: &str = "DNS Resolution Issues";
+
+/// Every rule, then what is still unhealthy and unexplained, then what is healthy.
+pub fn find_all(scene: &Scene, diagnosis: &mut Diagnosis) {
+    let explained = identity::find(scene, diagnosis);
+    external_dns::find(scene, diagnosis);
+    cluster::report(scene, diagnosis, &explained);
+}

@@ -1,0 +1,308 @@
+//! What `diagnose` reads, all with GET requests: the management cluster's HostedClusters,
+//! NodePools, the control-plane and operator pods and their Events; in Azure the identities the
+//! runs made with their federated credentials as they are now, the storage containers and
+//! network security groups; the issuers' documents as Entra fetches them (anonymously). Which
+//! objects to read comes from the journals' ledger; a part that cannot be read is recorded as
+//! unchecked and the rest is still read.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::Unchecked;
+use crate::verify::{Check, Ledger, Readers};
+
+const HYPERSHIFT_API: &str = "hypershift.openshift.io/v1beta1";
+/// The HyperShift operator's namespace, where `hypershift install` puts external-dns too.
+pub const OPERATOR_NAMESPACE: &str = "hypershift";
+const IDENTITY_API_VERSION: &str = "2023-01-31";
+
+/// An ARM object as read now.
+#[derive(Clone, Debug)]
+pub struct ArmObject {
+    pub id: String,
+    pub body: Value,
+}
+
+/// A user-assigned identity and its federated credentials as they are now.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    pub id: String,
+    pub client_id: Option<String>,
+    pub credentials: Vec<Value>,
+}
+
+/// An issuer's discovery document as an anonymous client (Entra) reads it: the document, or what
+/// the GET answered instead.
+#[derive(Clone, Debug)]
+pub struct IssuerRead {
+    pub url: String,
+    pub discovery: Result<Value, String>,
+}
+
+/// A run of the journals, for the fix commands.
+#[derive(Clone, Debug)]
+pub struct RunView {
+    pub id: String,
+    pub runbook: String,
+    pub journal: PathBuf,
+    /// Its last `run_finished` status (None: it never finished).
+    pub status: Option<String>,
+}
+
+/// The object a run's step made (from the ledger): where to run it again.
+#[derive(Clone, Debug)]
+pub struct Maker {
+    /// Lower-cased ARM id, `kube:…`, `issuer:…`.
+    pub key: String,
+    pub step: String,
+    pub run: String,
+}
+
+/// A program a run's step ran (its argv as journaled): what installed what, for fixes the
+/// ledger of objects does not cover (`hypershift install` and the secrets it writes).
+#[derive(Clone, Debug)]
+pub struct ProgramRun {
+    pub run: String,
+    pub step: String,
+    pub argv: Vec<String>,
+}
+
+/// Everything read.
+#[derive(Debug, Default)]
+pub struct Scene {
+    pub clusters: Vec<Value>,
+    pub node_pools: Vec<Value>,
+    /// Pods of the control-plane namespaces and of the operator's namespace.
+    pub pods: Vec<Value>,
+    /// Events of the clusters', control-plane and operator namespaces.
+    pub events: Vec<Value>,
+    pub identities: Vec<Identity>,
+    pub containers: Vec<ArmObject>,
+    pub network_security_groups: Vec<ArmObject>,
+    pub issuers: Vec<IssuerRead>,
+    pub makers: Vec<Maker>,
+    pub programs: Vec<ProgramRun>,
+    pub runs: Vec<RunView>,
+    pub unchecked: Vec<Unchecked>,
+    /// Whether the management cluster could be read at all.
+    pub cluster_read: bool,
+    /// Whether Azure could be read at all.
+    pub azure_read: bool,
+}
+
+impl Scene {
+    /// The step and run that made the object with this lower-cased key.
+    pub fn maker_of(&self, key: &str) -> Option<&Maker> {
+        self.makers.iter().rev().find(|m| m.key == key.to_ascii_lowercase())
+    }
+
+    pub fn run(&self, id: &str) -> Option<&RunView> {
+        self.runs.iter().find(|r| r.id == id)
+    }
+
+    /// The control-plane namespace of a HostedCluster: `{namespace}-{name}`.
+    pub fn control_plane_namespace(cluster: &Value) -> String {
+        format!(
+            "{}-{}",
+            cluster["metadata"]["namespace"].as_str().unwrap_or_default(),
+            cluster["metadata"]["name"].as_str().unwrap_or_default()
+        )
+    }
+
+    /// Warning events about an object of `kind` named `name` in `namespace`.
+    pub fn warnings_about<'a>(
+        &'a self,
+        kind: &'a str,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a Value> {
+        self.events.iter().filter(move |e| {
+            e["type"] == "Warning"
+                && e["involvedObject"]["kind"] == kind
+                && e["involvedObject"]["namespace"] == namespace
+                && e["involvedObject"]["name"] == name
+        })
+    }
+}
+
+fn name_of(object: &Value) -> (String, String) {
+    (
+        object["metadata"]["namespace"].as_str().unwrap_or_default().to_string(),
+        object["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+/// Reads the scene. `runs` are the journals' runs, `ledger` what they left.
+pub async fn read_scene(readers: &Readers, ledger: &Ledger, runs: Vec<RunView>, programs: Vec<ProgramRun>) -> Scene {
+    let mut scene = Scene { runs, programs, ..Scene::default() };
+    for expected in ledger.objects() {
+        if let Some(run) = expected.runs.last() {
+            scene.makers.push(Maker { key: expected.key.clone(), step: expected.step.clone(), run: run.clone() });
+        }
+    }
+    read_cluster(readers, ledger, &mut scene).await;
+    read_azure(readers, ledger, &mut scene).await;
+    read_issuers(readers, ledger, &mut scene).await;
+    scene
+}
+
+fn unchecked(scene: &mut Scene, what: &str, why: &str) {
+    scene.unchecked.push(Unchecked { what: what.to_string(), why: why.to_string() });
+}
+
+async fn read_cluster(readers: &Readers, ledger: &Ledger, scene: &mut Scene) {
+    let reader = match readers.kube().await {
+        Ok(reader) => reader,
+        Err((_, message)) => {
+            unchecked(
+                scene,
+                "the management cluster (HostedClusters, NodePools, control-plane pods, events)",
+                &message,
+            );
+            return;
+        }
+    };
+    // The clusters the runs made; every cluster when the journals made none (a cluster made by
+    // hand can still be diagnosed).
+    let journaled: Vec<(String, String)> = ledger
+        .objects()
+        .iter()
+        .filter_map(|o| match &o.check {
+            Check::Kube { kind, namespace, name, .. } if kind == "HostedCluster" => {
+                Some((namespace.clone().unwrap_or_default(), name.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    match reader.list(HYPERSHIFT_API, "HostedCluster", None).await {
+        Ok(all) => {
+            scene.cluster_read = true;
+            scene.clusters =
+                all.into_iter().filter(|c| journaled.is_empty() || journaled.contains(&name_of(c))).collect();
+        }
+        Err(error) => {
+            unchecked(scene, "HostedClusters", &error.message);
+            return;
+        }
+    }
+    let mut namespaces: Vec<String> = vec![OPERATOR_NAMESPACE.to_string()];
+    for cluster in &scene.clusters {
+        namespaces.push(name_of(cluster).0);
+        namespaces.push(Scene::control_plane_namespace(cluster));
+    }
+    namespaces.sort();
+    namespaces.dedup();
+    for namespace in &namespaces {
+        match reader.list(HYPERSHIFT_API, "NodePool", Some(namespace)).await {
+            Ok(pools) => scene.node_pools.extend(pools),
+            Err(error) => unchecked(scene, &format!("NodePools in {namespace}"), &error.message),
+        }
+        match reader.list("v1", "Pod", Some(namespace)).await {
+            Ok(pods) => scene.pods.extend(pods),
+            Err(error) => unchecked(scene, &format!("pods in {namespace}"), &error.message),
+        }
+        match reader.list("v1", "Event", Some(namespace)).await {
+            Ok(events) => scene.events.extend(events),
+            Err(error) => unchecked(scene, &format!("events in {namespace}"), &error.message),
+        }
+    }
+}
+
+/// Lower-cased ARM id patterns of what is read in Azure.
+fn is_container(key: &str) -> bool {
+    key.contains("/blobservices/default/containers/")
+}
+
+fn is_network_security_group(key: &str) -> bool {
+    key.rsplit_once("/providers/microsoft.network/networksecuritygroups/")
+        .is_some_and(|(_, name)| !name.is_empty() && !name.contains('/'))
+}
+
+async fn read_azure(readers: &Readers, ledger: &Ledger, scene: &mut Scene) {
+    let arm_objects: Vec<(String, String, String)> = ledger
+        .objects()
+        .iter()
+        .filter_map(|o| match &o.check {
+            Check::Arm { id, api_version, .. } => Some((o.key.clone(), id.clone(), api_version.clone())),
+            _ => None,
+        })
+        .collect();
+    if arm_objects.is_empty() {
+        return;
+    }
+    let reader = match readers.arm().await {
+        Ok(reader) => reader,
+        Err((_, message)) => {
+            unchecked(scene, "Azure (identities, federated credentials, storage, network security groups)", &message);
+            return;
+        }
+    };
+    scene.azure_read = true;
+    for (key, id, api_version) in arm_objects {
+        if crate::verify::is_identity(&key) {
+            let identity = match reader.get(&id, &api_version).await {
+                Ok(Some(body)) => body,
+                Ok(None) => continue,
+                Err(error) => {
+                    unchecked(scene, &format!("identity {id}"), &error.message);
+                    continue;
+                }
+            };
+            let listed = reader.get(&format!("{id}/federatedIdentityCredentials"), IDENTITY_API_VERSION).await;
+            let credentials = match listed {
+                Ok(list) => list.and_then(|l| l["value"].as_array().cloned()).unwrap_or_default(),
+                Err(error) => {
+                    unchecked(scene, &format!("federated credentials of {id}"), &error.message);
+                    Vec::new()
+                }
+            };
+            let client_id = identity["properties"]["clientId"].as_str().map(str::to_ascii_lowercase);
+            scene.identities.push(Identity { id, client_id, credentials });
+        } else if is_container(&key) || is_network_security_group(&key) {
+            match reader.get(&id, &api_version).await {
+                Ok(Some(body)) => {
+                    let object = ArmObject { id, body };
+                    if is_container(&key) {
+                        scene.containers.push(object);
+                    } else {
+                        scene.network_security_groups.push(object);
+                    }
+                }
+                Ok(None) => {}
+                Err(error) => unchecked(scene, &id, &error.message),
+            }
+        }
+    }
+}
+
+async fn read_issuers(readers: &Readers, ledger: &Ledger, scene: &mut Scene) {
+    for expected in ledger.objects() {
+        let Check::Issuer { issuer_url, ca_files, .. } = &expected.check else { continue };
+        let mut trusted = ca_files.clone();
+        trusted.extend(readers.ca_file());
+        let client = match crate::verify::issuer_client(&trusted) {
+            Ok(client) => client,
+            Err(error) => {
+                unchecked(scene, &format!("the issuer {issuer_url}"), &error.message);
+                continue;
+            }
+        };
+        let url = format!("{}/.well-known/openid-configuration", issuer_url.trim_end_matches('/'));
+        let discovery = match client.get(&url).send().await {
+            Ok(response) if response.status().is_success() => {
+                response.json::<Value>().await.map_err(|e| format!("GET {url}: not JSON: {e}"))
+            }
+            Ok(response) => {
+                let code = response.headers().get("x-ms-error-code").and_then(|v| v.to_str().ok()).map(String::from);
+                Err(format!(
+                    "GET {url}: HTTP {}{}",
+                    response.status().as_u16(),
+                    code.map(|c| format!(" {c}")).unwrap_or_default()
+                ))
+            }
+            Err(error) => Err(format!("GET {url}: {}", runbook_steps::error_chain(&error))),
+        };
+        scene.issuers.push(IssuerRead { url: issuer_url.clone(), discovery });
+    }
+}

@@ -1,0 +1,242 @@
+//! `runbook diagnose` on rehearsals broken on purpose (`rehearse --break X --serve`): it names
+//! exactly the cause with its evidence and fix, makes no write request, and once its fix is run
+//! the cluster becomes healthy and `diagnose` says so.
+
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{Run, TestEnv, runbook_bin, sandbox_settings};
+
+/// A served rehearsal with one thing broken: both people's journals, its sandbox's settings.
+struct Broken {
+    child: Child,
+    settings: std::collections::BTreeMap<String, String>,
+    journals: [PathBuf; 2],
+    /// The HyperShift administrator's directory, where later phases ran.
+    dir: PathBuf,
+    bin: PathBuf,
+    result: Value,
+}
+
+impl Drop for Broken {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Broken {
+    fn start(env: &TestEnv, breakage: &str) -> Broken {
+        let log_path = env.path().join("rehearse.log");
+        let log = std::fs::File::create(&log_path).expect("log file");
+        let args = ["rehearse", "--break", breakage, "--serve", "--output", "json", "--dir", "rehearsals"];
+        let mut child = env
+            .command(&args)
+            .args(["--latency-scale", "0"])
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .expect("rehearse starts");
+        let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().expect("piped")));
+        let (mut result, mut serving) = (None, None);
+        while serving.is_none() {
+            let Some(Ok(line)) = lines.next() else { panic!("the rehearsal ended before serving:\n{}", log()) };
+            let Ok(value) = serde_json::from_str::<Value>(&line) else { continue };
+            if value["serving"] == true {
+                serving = Some(value);
+            } else if value.get("runs").is_some() {
+                result = Some(value);
+            }
+        }
+        let (result, serving) = (result.expect("the rehearsal's result"), serving.expect("serving"));
+        let env_file = PathBuf::from(serving["env_file"].as_str().expect("env_file"));
+        let first_dir = env_file.parent().unwrap().to_path_buf();
+        let second = PathBuf::from(result["handoff"]["to"]["journal"].as_str().expect("the second journal"));
+        let first = PathBuf::from(result["journal"].as_str().expect("the first journal"));
+        Broken {
+            child,
+            settings: sandbox_settings(&env_file),
+            journals: [first, second],
+            dir: PathBuf::from(result["handoff"]["to"]["dir"].as_str().unwrap()),
+            bin: first_dir.join("bin"),
+            result,
+        }
+    }
+
+    /// `runbook` pointed at the sandbox, with the stand-ins first on PATH (a resumed Phase 3 runs
+    /// `hypershift`), in the HyperShift administrator's directory.
+    fn runbook(&self, args: &[&str]) -> Run {
+        let path = format!("{}:{}", self.bin.display(), std::env::var("PATH").unwrap_or_default());
+        let out = std::process::Command::new(runbook_bin())
+            .args(args)
+            .current_dir(&self.dir)
+            .envs(&self.settings)
+            .env("PATH", path)
+            .env_remove("RUNBOOK_JOURNAL")
+            .output()
+            .expect("runbook runs");
+        Run::from(out)
+    }
+
+    fn diagnose(&self) -> (Run, Value) {
+        let [a, b] = &self.journals;
+        let run = self.runbook(&[
+            "--journal",
+            a.to_str().unwrap(),
+            "--journal",
+            b.to_str().unwrap(),
+            "--output",
+            "json",
+            "diagnose",
+        ]);
+        let json = serde_json::from_str(run.stdout.trim()).unwrap_or(Value::Null);
+        (run, json)
+    }
+
+    /// Requests the sandbox answered so far.
+    fn requests(&self) -> Vec<Value> {
+        crate::support::sandbox_get(&self.settings, runbook_sandbox::REQUESTS_PATH)["requests"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// A fix command as `diagnose` prints it, split into its words (single quotes group).
+fn words(command: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut word, mut quoted) = (String::new(), false);
+    for c in command.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => {
+                if !word.is_empty() {
+                    out.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// Breaks `breakage`, checks `diagnose` names `cause` (and no other) with evidence naming
+/// `field` and a GET-only read, runs its fix, and waits for `diagnose` to say healthy.
+fn diagnosed_and_fixed(breakage: &str, cause: &str, field: &str) {
+    let env = TestEnv::new();
+    let broken = Broken::start(&env, breakage);
+    assert!(
+        broken.result["summary"].as_array().unwrap().iter().any(|l| l.as_str().unwrap().contains(breakage)),
+        "{}",
+        broken.result["summary"]
+    );
+    let before = broken.requests().len();
+    let (run, found) = broken.diagnose();
+    assert_eq!(run.code, 8, "{}", run.all());
+    let writes: Vec<Value> = broken.requests()[before..]
+        .iter()
+        .filter(|r| r["service"] != "entra" && !matches!(r["method"].as_str(), Some("GET" | "HEAD")))
+        .cloned()
+        .collect();
+    assert!(writes.is_empty(), "diagnose wrote: {writes:?}");
+    let causes = found["diagnosis"]["causes"].as_array().expect("causes");
+    assert_eq!(causes.len(), 1, "{found:#}");
+    assert_eq!(causes[0]["id"], cause, "{found:#}");
+    assert!(causes[0]["evidence"].as_array().unwrap().iter().any(|e| e["field"] == field), "{found:#}");
+
+    for command in causes[0]["fix"]["commands"].as_array().expect("fix commands") {
+        let argv = words(command.as_str().unwrap());
+        assert_eq!(argv[0], "runbook", "{command}");
+        let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+        let fixed = broken.runbook(&args);
+        assert_eq!(fixed.code, 0, "{command}: {}", fixed.all());
+    }
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let (run, found) = broken.diagnose();
+        if run.code == 0 {
+            assert_eq!(found["healthy"], true, "{found:#}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "still not healthy after the fix: {}", run.all());
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // Each diagnosis is journaled for `audit`.
+    let audit = broken.runbook(&["--journal", broken.journals[0].to_str().unwrap(), "audit"]);
+    assert!(audit.stdout.contains(&format!("diagnosed: 1 causes ({cause})")), "{}", audit.all());
+    assert!(audit.stdout.contains("diagnosed: healthy"), "{}", audit.all());
+}
+
+#[test]
+fn a_federated_credential_subject_in_another_case() {
+    diagnosed_and_fixed("fic-subject-case", "federated-credential-subject-case", "properties.subject");
+}
+
+#[test]
+fn an_issuer_with_a_trailing_slash() {
+    diagnosed_and_fixed("issuer-trailing-slash", "federated-credential-issuer-trailing-slash", "properties.issuer");
+}
+
+#[test]
+fn a_private_oidc_container() {
+    diagnosed_and_fixed("private-oidc-container", "oidc-container-private", "properties.publicAccess");
+}
+
+#[test]
+fn external_dns_credentials_refused() {
+    diagnosed_and_fixed("external-dns-secret", "external-dns-credentials-refused", "events (Warning)");
+}
+
+/// A healthy rehearsal: `diagnose` finds nothing, reads everything, writes nothing.
+#[test]
+fn a_healthy_deployment() {
+    let env = TestEnv::new();
+    let rehearsed = crate::support::Rehearsed::start(&env, 3, "0");
+    let first = env.journal();
+    let before = rehearsed.sandbox.requests().len();
+    let out = rehearsed
+        .command(
+            &env,
+            &["--journal", first.to_str().unwrap(), "--journal", rehearsed.journal.to_str().unwrap(), "diagnose"],
+        )
+        .output()
+        .expect("diagnose runs");
+    let run = Run::from(out);
+    assert_eq!(run.code, 0, "{}", run.all());
+    assert!(run.stdout.contains("HostedCluster clusters/") && run.stdout.contains("is Available"), "{}", run.all());
+    assert!(run.stdout.contains("healthy: nothing wrong found"), "{}", run.all());
+    let writes: Vec<Value> = rehearsed.sandbox.requests()[before..]
+        .iter()
+        .filter(|r| r["service"] != "entra" && !matches!(r["method"].as_str(), Some("GET" | "HEAD")))
+        .cloned()
+        .collect();
+    assert!(writes.is_empty(), "diagnose wrote: {writes:?}");
+}
+
+/// Without access to the management cluster, `diagnose` says what it could not check and still
+/// reports what it read in Azure.
+#[test]
+fn what_cannot_be_read_is_said() {
+    let env = TestEnv::new();
+    let rehearsed = crate::support::Rehearsed::start(&env, 3, "0");
+    let first = env.journal();
+    let out = rehearsed
+        .command(
+            &env,
+            &["--journal", first.to_str().unwrap(), "--journal", rehearsed.journal.to_str().unwrap(), "diagnose"],
+        )
+        .env("KUBECONFIG", env.path().join("no-such-kubeconfig"))
+        .output()
+        .expect("diagnose runs");
+    let run = Run::from(out);
+    assert_eq!(run.code, 3, "{}", run.all());
+    assert!(run.stdout.contains("NOT CHECKED the management cluster"), "{}", run.all());
+    assert!(run.stdout.contains("its discovery document reads anonymously"), "{}", run.all());
+}
