@@ -104,7 +104,7 @@ pub async fn verify(env: &Env, paths: &[PathBuf], runbook: Option<&str>, all: bo
         }
         let made =
             made_by(&journals[run.journal].1, definition.as_ref(), &run.record.id).map_err(CliError::Internal)?;
-        ledger.record(&run.record.runbook, &run.record.id, &made);
+        ledger.record(&env.registry, &run.record.runbook, &run.record.id, &made);
     }
 
     let work_dir = std::env::current_dir().map_err(|e| CliError::Internal(e.into()))?;

@@ -91,3 +91,6 @@ pub struct Unreadable {
     pub code: Option<String>,
     pub message: String,
 }
+
+#[cfg(test)]
+mod tests;
