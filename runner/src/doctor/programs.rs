@@ -1,5 +1,6 @@
-//! The programs a runbook's steps run (the command lines their kinds name): found on PATH, their versions, and for `hypershift`
-//! every flag the runbook passes accepted by the installed CLI.
+//! The programs a runbook's steps run (the command lines their kinds name): found on PATH,
+//! their versions, and for `hypershift` every flag the runbook passes accepted by the installed
+//! CLI.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
