@@ -59,7 +59,7 @@ pub fn who(persona: Option<&str>) -> Value {
 /// recorded as unknown: the run's first Azure step reports a sign-in problem properly.
 pub async fn who_signed_in(persona: Option<&str>, runbook: &crate::model::Runbook, azure: &SettingsSource) -> Value {
     let mut who = who(persona);
-    if !runbook.steps.iter().any(|s| AZURE_KINDS.contains(&s.kind.name())) {
+    if !runbook.steps.iter().any(|s| s.kind.needs().iter().any(|need| need.signs_in_to_azure())) {
         return who;
     }
     let target = serde_json::to_string(&azure.target()).unwrap_or_default();
@@ -89,8 +89,6 @@ pub async fn who_signed_in(persona: Option<&str>, runbook: &crate::model::Runboo
     }
     who
 }
-
-const AZURE_KINDS: [&str; 3] = ["arm", "graph", "blob"];
 
 static PRINCIPALS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, Value>>> =
     std::sync::LazyLock::new(Default::default);

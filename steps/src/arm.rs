@@ -13,6 +13,7 @@ use crate::azure::role_assignment::{self, RoleAssignment};
 use crate::azure::session::ArmSession;
 use crate::azure::settings::SettingsSource;
 use crate::azure::{AzureSettings, actions, resource_id, wait_gone};
+use crate::kind::{KindNeed, MadeObjects};
 use crate::kind::{parse_inputs, required, schema_of};
 use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
 
@@ -209,6 +210,14 @@ struct Produced {
 impl StepKind for Arm {
     fn name(&self) -> &'static str {
         "arm"
+    }
+
+    fn needs(&self) -> &'static [KindNeed] {
+        &[KindNeed::AzureResourceManager]
+    }
+
+    fn made_objects(&self) -> MadeObjects {
+        MadeObjects::ArmResources
     }
 
     fn inputs_schema(&self) -> Value {

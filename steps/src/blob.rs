@@ -29,6 +29,7 @@ use self::target::{ContainerUrl, display_url};
 use crate::azure::settings::CA_FILE_VAR;
 use crate::azure::settings::SettingsSource;
 use crate::azure::{AzureSettings, credential, transport};
+use crate::kind::KindNeed;
 use crate::kind::{parse_inputs, schema_of};
 use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
 
@@ -219,6 +220,12 @@ impl StepKind for Blob {
 
     fn name(&self) -> &'static str {
         "blob"
+    }
+
+    // Its blobs are not among what `verify` expects (made_objects stays Nothing): an issuer's
+    // documents are checked through the `oidc` step that wrote them.
+    fn needs(&self) -> &'static [KindNeed] {
+        &[KindNeed::BlobStorage]
     }
 
     fn inputs_schema(&self) -> Value {

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
 use crate::capture::{read_bounded, tail};
+use crate::kind::MadeObjects;
 use crate::kind::{known_text, parse_inputs, pointer_segment, refuse_bad_inputs, schema_of};
 use crate::{
     CheckContext, InputProblem, OutputDecl, OutputSource, OutputSpec, StepContext, StepError, StepKind, StepOutcome,
@@ -165,6 +166,23 @@ impl StepKind for Exec {
 
     fn exposed_inputs(&self) -> &'static [&'static str] {
         &["/argv", "/flags", "/unless"]
+    }
+
+    /// The program with its flags, and its `unless` check.
+    fn command_lines(&self, inputs: &Value) -> Vec<Vec<String>> {
+        let strings = |v: &Value| -> Vec<String> {
+            v.as_array().map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect()).unwrap_or_default()
+        };
+        let mut argv = strings(&inputs["argv"]);
+        if let Some(flags) = inputs["flags"].as_object() {
+            argv.extend(flag_arguments(flags));
+        }
+        [argv, strings(&inputs["unless"])].into_iter().filter(|argv| !argv.is_empty()).collect()
+    }
+
+    /// `hypershift create cluster` and `create nodepool` make objects in the management cluster.
+    fn made_objects(&self) -> MadeObjects {
+        MadeObjects::CommandLineObjects
     }
 
     async fn run(&self, ctx: &StepContext, raw: &Value) -> Result<StepOutcome, StepError> {
@@ -454,6 +472,17 @@ mod tests {
         });
         let args = flag_arguments(flags.as_object().unwrap());
         assert_eq!(args, ["--name", "demo", "--node-pool-replicas", "2", "--generate-ssh"]);
+    }
+
+    #[test]
+    fn doctor_is_given_the_program_with_its_flags_and_the_unless_check() {
+        let inputs =
+            json!({ "argv": ["hypershift", "create"], "flags": { "--name": "demo" }, "unless": ["test", "-e", "x"] });
+        assert_eq!(
+            Exec::default().command_lines(&inputs),
+            [vec!["hypershift", "create", "--name", "demo"], vec!["test", "-e", "x"]]
+        );
+        assert!(Exec::default().command_lines(&json!({ "argv": [] })).is_empty());
     }
 
     #[tokio::test]

@@ -11,6 +11,7 @@ use crate::azure::graph_client::{GraphClient, GraphSession};
 use crate::azure::graph_objects::{self, ApplicationRef, DirectoryObject};
 use crate::azure::graph_password::{self, MintedPassword};
 use crate::azure::settings::SettingsSource;
+use crate::kind::{KindNeed, MadeObjects};
 use crate::kind::{parse_inputs, schema_of};
 use crate::{OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
 
@@ -170,6 +171,14 @@ impl StepKind for Graph {
 
     fn name(&self) -> &'static str {
         "graph"
+    }
+
+    fn needs(&self) -> &'static [KindNeed] {
+        &[KindNeed::MicrosoftGraph]
+    }
+
+    fn made_objects(&self) -> MadeObjects {
+        MadeObjects::GraphObjects
     }
 
     fn inputs_schema(&self) -> Value {

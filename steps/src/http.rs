@@ -57,6 +57,11 @@ impl StepKind for Http {
         "http"
     }
 
+    /// Its `ca_file`: an issuer served by a local stand-in is checked with the CA it trusts.
+    fn trusted_ca_files(&self, inputs: &Value) -> Vec<String> {
+        inputs["ca_file"].as_str().filter(|f| !f.is_empty()).map(String::from).into_iter().collect()
+    }
+
     fn inputs_schema(&self) -> Value {
         schema_of::<HttpInputs>()
     }

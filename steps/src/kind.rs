@@ -69,6 +69,55 @@ pub enum KindRole {
     Checkpoint,
 }
 
+/// A service outside this machine that a kind's steps call, so `doctor` can check before a run
+/// that the account may use it, and the run can record who signed in. A kind names a service
+/// only when its inputs describe requests to it the way the kind that first needed it does:
+/// `doctor` reads them to work out the permissions the steps need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KindNeed {
+    /// Azure Resource Manager, with inputs like `arm`'s (`action`, `id`, `operation`): doctor
+    /// maps each write to the RBAC operation it performs.
+    AzureResourceManager,
+    /// Microsoft Graph writes to applications and service principals: doctor asks whether the
+    /// signed-in principal may make them.
+    MicrosoftGraph,
+    /// Azure Blob Storage, with inputs like `blob`'s (`action`, `auth`, `sas`): doctor checks a
+    /// bearer write's data action, or the permissions a SAS carries.
+    BlobStorage,
+    /// A Kubernetes cluster, with inputs like `kube`'s (`kubeconfig`, `context`, `action` and
+    /// what it acts on): doctor asks the cluster whether its user may do what the steps do,
+    /// through the kind's own `access` action, so it finds the cluster the way a run would.
+    Kubernetes,
+}
+
+impl KindNeed {
+    /// Whether the steps act as an Azure principal (a sign-in, journaled with the run).
+    pub fn signs_in_to_azure(self) -> bool {
+        matches!(self, KindNeed::AzureResourceManager | KindNeed::MicrosoftGraph | KindNeed::BlobStorage)
+    }
+}
+
+/// Which objects a finished step leaves behind for `verify` to expect, read from the step's
+/// journaled inputs and outputs in the shape of the kind that first made them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MadeObjects {
+    /// Nothing that lasts outside the run (files, checks, published values).
+    Nothing,
+    /// ARM resources an `ensure` made (their id in the outputs) and role assignments; a
+    /// `delete` takes its resource and everything under it away.
+    ArmResources,
+    /// Entra applications, their service principals and client secrets.
+    GraphObjects,
+    /// An OIDC issuer: its URL and key id in the outputs.
+    OidcIssuer,
+    /// Kubernetes objects applied, waited on, scaled, patched or deleted in the management
+    /// cluster.
+    KubeObjects,
+    /// What a known CLI makes, recognised from the step's `argv` (`hypershift create cluster`
+    /// makes a HostedCluster and its NodePool).
+    CommandLineObjects,
+}
+
 #[async_trait]
 pub trait StepKind: Send + Sync {
     fn name(&self) -> &'static str;
@@ -122,6 +171,30 @@ pub trait StepKind: Send + Sync {
         &[]
     }
 
+    /// The services outside this machine its steps call, which `doctor` checks the account may
+    /// use before a run.
+    fn needs(&self) -> &'static [KindNeed] {
+        &[]
+    }
+
+    /// The command lines (argv, program first) a step with these inputs would run on this
+    /// machine, as far as they are known before the run: `doctor` finds each program on PATH,
+    /// reports its version and checks the flags `hypershift` is given.
+    fn command_lines(&self, _inputs: &Value) -> Vec<Vec<String>> {
+        Vec::new()
+    }
+
+    /// Which objects its finished steps made, for `verify` to expect.
+    fn made_objects(&self) -> MadeObjects {
+        MadeObjects::Nothing
+    }
+
+    /// CA files (PEM) a step with these inputs trusts besides the system's roots: `verify`
+    /// trusts them too when it reads what the run made (an issuer served by a local stand-in).
+    fn trusted_ca_files(&self, _inputs: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Checks that can be made before anything runs, on inputs known when the run is planned
     /// (e.g. that a storage account name is still free). Errors whose code is in
     /// [`crate::PREFLIGHT_DECISIVE_CODES`] stop `plan` and `run`; others are only reported.
@@ -165,6 +238,11 @@ impl Registry {
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.kinds.keys().copied()
     }
+
+    /// Whether the kind named `name` needs `need`; false for a kind this build does not know.
+    pub fn needs(&self, name: &str, need: KindNeed) -> bool {
+        self.get(name).is_some_and(|kind| kind.needs().contains(&need))
+    }
 }
 
 /// Deserializes a kind's inputs; the runner validated them against the schema already, so a
@@ -201,4 +279,34 @@ pub(crate) fn refuse_bad_inputs(problems: Vec<InputProblem>) -> Result<(), StepE
 
 pub(crate) fn schema_of<T: schemars::JsonSchema>() -> Value {
     serde_json::to_value(schemars::schema_for!(T)).expect("schemas serialize")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kinds needing each service, as doctor and the run's sign-in look them up.
+    #[test]
+    fn the_registry_says_which_kinds_need_which_services() {
+        let registry = Registry::local();
+        let needing = |need| registry.names().filter(|name| registry.needs(name, need)).collect::<Vec<_>>();
+        assert_eq!(needing(KindNeed::AzureResourceManager), ["arm"]);
+        assert_eq!(needing(KindNeed::MicrosoftGraph), ["graph"]);
+        assert_eq!(needing(KindNeed::BlobStorage), ["blob"]);
+        assert_eq!(needing(KindNeed::Kubernetes), ["kube"]);
+        assert!(!registry.needs("no-such-kind", KindNeed::Kubernetes));
+        let signs_in: Vec<&str> = registry
+            .names()
+            .filter(|name| registry.get(name).unwrap().needs().iter().any(|n| n.signs_in_to_azure()))
+            .collect();
+        assert_eq!(signs_in, ["arm", "blob", "graph"]);
+        let made = |objects| {
+            registry.names().filter(|n| registry.get(n).unwrap().made_objects() == objects).collect::<Vec<_>>()
+        };
+        assert_eq!(made(MadeObjects::ArmResources), ["arm"]);
+        assert_eq!(made(MadeObjects::GraphObjects), ["graph"]);
+        assert_eq!(made(MadeObjects::OidcIssuer), ["oidc"]);
+        assert_eq!(made(MadeObjects::KubeObjects), ["kube"]);
+        assert_eq!(made(MadeObjects::CommandLineObjects), ["exec"]);
+    }
 }

@@ -28,6 +28,7 @@ pub use inputs::KubeInputs;
 pub use reader::KubeReader;
 
 use crate::azure::settings::SettingsSource;
+use crate::kind::{KindNeed, MadeObjects};
 use crate::kind::{parse_inputs, refuse_bad_inputs};
 use crate::{CheckContext, InputProblem, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome};
 use objects::Produced;
@@ -60,6 +61,14 @@ fn reads_secret(inputs: &Value) -> bool {
 impl StepKind for Kube {
     fn name(&self) -> &'static str {
         "kube"
+    }
+
+    fn needs(&self) -> &'static [KindNeed] {
+        &[KindNeed::Kubernetes]
+    }
+
+    fn made_objects(&self) -> MadeObjects {
+        MadeObjects::KubeObjects
     }
 
     fn inputs_schema(&self) -> Value {

@@ -47,7 +47,10 @@ pub use gate::{Approval, Gate};
 pub use graph::{Graph, GraphAction, GraphInputs};
 pub use http::Http;
 pub use keypair::Keypair;
-pub use kind::{CheckContext, InputProblem, KindRole, OutputDecl, Registry, StepKind, StepOutcome, known_text};
+pub use kind::{
+    CheckContext, InputProblem, KindNeed, KindRole, MadeObjects, OutputDecl, Registry, StepKind, StepOutcome,
+    known_text,
+};
 pub use kube::{Kube, KubeInputs, KubeReader};
 pub use net::{error_chain, trusting};
 pub use oidc::Oidc;

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::keypair::{key_id, read_public_key};
+use crate::kind::MadeObjects;
 use crate::kind::{known_text, parse_inputs, schema_of};
 use crate::{
     CheckContext, InputProblem, OutputDecl, OutputSpec, StepContext, StepError, StepKind, StepOutcome,
@@ -50,6 +51,12 @@ pub struct OidcInputs {
 impl StepKind for Oidc {
     fn name(&self) -> &'static str {
         "oidc"
+    }
+
+    /// It writes files only, but the issuer they describe is what the run published: `verify`
+    /// reads its discovery document and JWKS back.
+    fn made_objects(&self) -> MadeObjects {
+        MadeObjects::OidcIssuer
     }
 
     fn inputs_schema(&self) -> Value {

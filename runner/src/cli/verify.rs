@@ -104,7 +104,7 @@ pub(crate) fn ledger_of(
         }
         let made =
             made_by(&journals[run.journal].1, definition.as_ref(), &run.record.id).map_err(CliError::Internal)?;
-        ledger.record(&run.record.runbook, &run.record.id, &made);
+        ledger.record(&env.registry, &run.record.runbook, &run.record.id, &made);
     }
     Ok((runs, ledger, unknown_runbooks))
 }

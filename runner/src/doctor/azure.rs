@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use runbook_steps::{KindNeed, Registry};
 use serde_json::Value;
 
 use super::Check;
@@ -22,11 +23,12 @@ pub struct Need {
     pub step: String,
 }
 
-pub async fn check_azure(subject: &Subject, azure: &runbook_steps::SettingsSource) -> Vec<Check> {
-    let blob = blob_needs(subject);
+pub async fn check_azure(subject: &Subject, azure: &runbook_steps::SettingsSource, registry: &Registry) -> Vec<Check> {
+    let blob = blob_needs(subject, registry);
     let mut checks = blob.checks;
     // A SAS needs no sign-in: only ARM, Graph and bearer blob steps do.
-    if !subject.steps.iter().any(|s| s.kind == "arm" || s.kind == "graph") && blob.rbac.is_empty() {
+    let signs_in = |need| subject.needing(registry, need).next().is_some();
+    if !signs_in(KindNeed::AzureResourceManager) && !signs_in(KindNeed::MicrosoftGraph) && blob.rbac.is_empty() {
         return checks;
     }
     let settings = match azure.load() {
@@ -53,7 +55,7 @@ pub async fn check_azure(subject: &Subject, azure: &runbook_steps::SettingsSourc
     match &settings.subscription_id {
         Some(id) => {
             checks.push(Check::pass("Azure subscription", id.clone()));
-            checks.extend(check_permissions(subject, blob.rbac, &settings, id).await);
+            checks.extend(check_permissions(subject, registry, blob.rbac, &settings, id).await);
         }
         None => checks.push(Check::fail(
             "Azure subscription",
@@ -61,13 +63,13 @@ pub async fn check_azure(subject: &Subject, azure: &runbook_steps::SettingsSourc
             "set AZURE_SUBSCRIPTION_ID to the subscription the runbook acts on",
         )),
     }
-    checks.extend(check_graph(subject, &settings).await);
+    checks.extend(check_graph(subject, &settings, registry).await);
     checks
 }
 
-/// `id` with each `${steps.NAME.id}` replaced by the `id` input of the `arm` step NAME, as far as
+/// `id` with each `${steps.NAME.id}` replaced by the `id` input of the ARM step NAME, as far as
 /// that is known: the resource type of `${steps.account.id}` is the one its step writes.
-fn with_step_ids(id: &str, subject: &Subject) -> String {
+fn with_step_ids(id: &str, subject: &Subject, registry: &Registry) -> String {
     let reference = regex::Regex::new(r"\$\{steps\.([A-Za-z0-9_-]+)\.id\}").expect("static regex");
     let mut id = id.to_string();
     // A few rounds: a step's id may itself start from another's.
@@ -75,7 +77,7 @@ fn with_step_ids(id: &str, subject: &Subject) -> String {
         let next = reference
             .replace_all(&id, |c: &regex::Captures<'_>| {
                 subject
-                    .of_kind("arm")
+                    .needing(registry, KindNeed::AzureResourceManager)
                     .find(|s| s.id == c[1])
                     .and_then(|s| s.inputs["id"].as_str())
                     .map_or_else(|| c[0].to_string(), String::from)
@@ -91,7 +93,7 @@ fn with_step_ids(id: &str, subject: &Subject) -> String {
 
 /// The ARM operation a write of `step` performs, e.g. `Microsoft.Network/dnsZones/NS/write`;
 /// Ok(None) for a read, Err when its resource type is known only once the run reaches it.
-fn operation_of(step: &PlannedStep, subject: &Subject) -> Result<Option<String>, ()> {
+fn operation_of(step: &PlannedStep, subject: &Subject, registry: &Registry) -> Result<Option<String>, ()> {
     let inputs = &step.inputs;
     let verb = match inputs["action"].as_str().unwrap_or_default() {
         "ensure" => "write",
@@ -100,7 +102,7 @@ fn operation_of(step: &PlannedStep, subject: &Subject) -> Result<Option<String>,
         "assign_role" => return Ok(Some("Microsoft.Authorization/roleAssignments/write".into())),
         _ => return Ok(None),
     };
-    let id = with_step_ids(inputs["id"].as_str().unwrap_or_default(), subject);
+    let id = with_step_ids(inputs["id"].as_str().unwrap_or_default(), subject, registry);
     let mut path = resource_type(&id).ok_or(())?;
     if let Some(operation) = inputs["operation"].as_str().filter(|o| !o.is_empty()) {
         path = format!("{path}/{operation}");
@@ -146,6 +148,7 @@ fn granted(blocks: &[Value], operation: &str, data: bool) -> bool {
 
 async fn check_permissions(
     subject: &Subject,
+    registry: &Registry,
     blob: Vec<Need>,
     settings: &runbook_steps::AzureSettings,
     subscription: &str,
@@ -153,8 +156,8 @@ async fn check_permissions(
     // (operation, data action) → the steps needing it.
     let mut needed: BTreeMap<(String, bool), BTreeSet<String>> = BTreeMap::new();
     let mut later = Vec::new();
-    for step in subject.of_kind("arm") {
-        match operation_of(step, subject) {
+    for step in subject.needing(registry, KindNeed::AzureResourceManager) {
+        match operation_of(step, subject, registry) {
             Ok(Some(operation)) => {
                 needed.entry((operation, false)).or_default().insert(step.id.clone());
             }
@@ -242,7 +245,8 @@ mod tests {
             unknown: Vec::new(),
             secrets: Vec::new(),
         };
-        let op = |inputs: Value| operation_of(&arm("s", inputs), &subject);
+        let registry = crate::registry();
+        let op = |inputs: Value| operation_of(&arm("s", inputs), &subject, &registry);
         assert_eq!(
             op(json!({"action": "ensure", "id": "/subscriptions/{subscription}/resourceGroups/${vars.p}-rg"})),
             Ok(Some("Microsoft.Resources/subscriptions/resourceGroups/write".into()))

@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use runbook_steps::{KindNeed, Registry};
+
 use super::Check;
 use super::azure::Need;
 use super::subject::{PlannedStep, Subject, unresolved};
@@ -36,11 +38,11 @@ fn sas_permissions(sas: &str) -> Option<String> {
     sas.trim_start_matches('?').split('&').find_map(|pair| pair.strip_prefix("sp=")).map(String::from)
 }
 
-pub fn blob_needs(subject: &Subject) -> BlobNeeds {
+pub fn blob_needs(subject: &Subject, registry: &Registry) -> BlobNeeds {
     let mut needs = BlobNeeds::default();
     // SAS made during the run, by the steps they come from: (steps using it).
     let mut made_later: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for step in subject.of_kind("blob") {
+    for step in subject.needing(registry, KindNeed::BlobStorage) {
         let Some((operation, data, letters)) = write_of(step) else { continue };
         let sas = step.inputs["sas"].as_str();
         let bearer = step.inputs["auth"].as_str() == Some("bearer") || sas.is_none();
@@ -93,14 +95,17 @@ mod tests {
 
     #[test]
     fn bearer_writes_need_rbac_and_a_sas_needs_write_permission() {
-        let needs = blob_needs(&subject(vec![
-            json!({"action": "upload", "auth": "bearer"}),
-            json!({"action": "ensure_container", "auth": "bearer"}),
-            json!({"action": "upload", "sas": "sv=2022-11-02&sp=rcw&sig=x"}),
-            json!({"action": "upload", "sas": "?sv=2022-11-02&sp=r&sig=x"}),
-            json!({"action": "upload", "sas": "${steps.sas.sas}"}),
-            json!({"action": "upload", "sas": "${steps.sas.sas}"}),
-        ]));
+        let needs = blob_needs(
+            &subject(vec![
+                json!({"action": "upload", "auth": "bearer"}),
+                json!({"action": "ensure_container", "auth": "bearer"}),
+                json!({"action": "upload", "sas": "sv=2022-11-02&sp=rcw&sig=x"}),
+                json!({"action": "upload", "sas": "?sv=2022-11-02&sp=r&sig=x"}),
+                json!({"action": "upload", "sas": "${steps.sas.sas}"}),
+                json!({"action": "upload", "sas": "${steps.sas.sas}"}),
+            ]),
+            &crate::registry(),
+        );
         let rbac: Vec<(&str, bool)> = needs.rbac.iter().map(|n| (n.operation.as_str(), n.data)).collect();
         assert_eq!(rbac, [(BLOB_WRITE, true), (CONTAINER_WRITE, false)]);
         let lines: Vec<(String, bool)> = needs.checks.iter().map(|c| (c.what.clone(), c.ok)).collect();

@@ -4,6 +4,7 @@
 //! token: `roles` (application permissions), `scp` (delegated scopes) and `wids` (directory
 //! roles, by template id).
 
+use runbook_steps::{KindNeed, Registry};
 use serde_json::Value;
 
 use super::Check;
@@ -75,8 +76,12 @@ fn listed(items: &[String]) -> String {
     if items.is_empty() { "none".into() } else { items.join(", ") }
 }
 
-pub async fn check_graph(subject: &Subject, settings: &runbook_steps::AzureSettings) -> Vec<Check> {
-    let steps: Vec<&str> = subject.of_kind("graph").map(|s| s.id.as_str()).collect();
+pub async fn check_graph(
+    subject: &Subject,
+    settings: &runbook_steps::AzureSettings,
+    registry: &Registry,
+) -> Vec<Check> {
+    let steps: Vec<&str> = subject.needing(registry, KindNeed::MicrosoftGraph).map(|s| s.id.as_str()).collect();
     if steps.is_empty() {
         return Vec::new();
     }

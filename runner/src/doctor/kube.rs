@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kube::api::{ApiResource, GroupVersionKind};
+use runbook_steps::{KindNeed, Registry};
 use serde_json::{Value, json};
 
 use super::Check;
@@ -126,13 +127,16 @@ fn cluster_name(kubeconfig: &Option<String>, context: &Option<String>) -> String
     }
 }
 
-pub async fn check_kube(subject: &Subject, kind: &dyn runbook_steps::StepKind) -> Vec<Check> {
+pub async fn check_kube(subject: &Subject, registry: &Registry) -> Vec<Check> {
     let mut clusters: BTreeMap<(Option<String>, Option<String>), Vec<&PlannedStep>> = BTreeMap::new();
-    for step in subject.of_kind("kube") {
+    for step in subject.needing(registry, KindNeed::Kubernetes) {
         clusters.entry(cluster_of(step)).or_default().push(step);
     }
     let mut checks = Vec::new();
     for ((kubeconfig, context), steps) in clusters {
+        // The access review goes through the kind of the cluster's first step: a kind that needs
+        // Kubernetes answers its `access` action (see `KindNeed::Kubernetes`).
+        let Some(kind) = steps.first().and_then(|s| registry.get(&s.kind)) else { continue };
         let ids: Vec<&str> = steps.iter().map(|s| s.id.as_str()).collect();
         let name = cluster_name(&kubeconfig, &context);
         if kubeconfig.as_deref().is_some_and(unresolved) || context.as_deref().is_some_and(unresolved) {
@@ -142,7 +146,7 @@ pub async fn check_kube(subject: &Subject, kind: &dyn runbook_steps::StepKind) -
             ));
             continue;
         }
-        checks.extend(check_cluster(subject, kind, &kubeconfig, &context, &steps).await);
+        checks.extend(check_cluster(subject, kind.as_ref(), &kubeconfig, &context, &steps).await);
     }
     checks
 }

@@ -59,8 +59,9 @@ impl Check {
     }
 }
 
-/// Every check the runbook calls for, in order: programs, Kubernetes, then Azure. The kube
-/// checks go through `registry`'s `kube` kind, so they find the cluster the way a run would.
+/// Every check the runbook calls for, in order: programs, Kubernetes, then Azure. What each step
+/// needs comes from its kind in `registry`; the kube checks go through the kind of the steps that
+/// talk to the cluster, so they find it the way a run would.
 pub async fn checks(
     subject: &Subject,
     azure: &runbook_steps::SettingsSource,
@@ -69,16 +70,10 @@ pub async fn checks(
     let mut checks: Vec<Check> = subject.unknown.iter().map(|why| Check::skip("values", why.clone())).collect();
     // The three are independent reads (the machine, the management cluster, Azure): made at
     // once, reported in this order. `run` waits for all of them before writing anything.
-    let kube_kind = registry.get("kube").filter(|_| subject.of_kind("kube").next().is_some());
     let (programs, kube, azure) = tokio::join!(
-        programs::check_programs(subject),
-        async {
-            match &kube_kind {
-                Some(kind) => kube::check_kube(subject, kind.as_ref()).await,
-                None => Vec::new(),
-            }
-        },
-        azure::check_azure(subject, azure),
+        programs::check_programs(subject, registry),
+        kube::check_kube(subject, registry),
+        azure::check_azure(subject, azure, registry),
     );
     checks.extend(programs);
     checks.extend(kube);
@@ -118,3 +113,6 @@ pub fn render(runbook: &str, checks: &[Check]) -> String {
 pub fn failures(checks: &[Check]) -> usize {
     checks.iter().filter(|c| c.outcome == Outcome::Fail).count()
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,12 +1,13 @@
-//! The programs a runbook's exec steps run: found on PATH, their versions, and for `hypershift`
-//! every flag the runbook passes accepted by the installed CLI.
+//! The programs a runbook's steps run (the command lines their kinds name): found on PATH,
+//! their versions, and for `hypershift` every flag the runbook passes accepted by the installed
+//! CLI.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
+use runbook_steps::Registry;
 
 use super::Check;
 use super::subject::{Subject, unresolved};
@@ -15,23 +16,14 @@ use super::subject::{Subject, unresolved};
 /// simulated clock reports a hung program once that clock passes the limit).
 const PROGRAM_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Every command line an exec step would run (its program with its flags, and its `unless`
-/// check), as far as it is known before the run.
-fn argvs(subject: &Subject) -> Vec<(String, Vec<String>)> {
-    let strings = |v: &Value| -> Vec<String> {
-        v.as_array().map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect()).unwrap_or_default()
-    };
+/// Every command line a step would run, by step, as its kind reads them from its inputs (an
+/// exec step's program with its flags, and its `unless` check), as far as they are known before
+/// the run.
+fn argvs(subject: &Subject, registry: &Registry) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
-    for step in subject.of_kind("exec") {
-        let mut argv = strings(&step.inputs["argv"]);
-        if let Some(flags) = step.inputs["flags"].as_object() {
-            argv.extend(runbook_steps::flag_arguments(flags));
-        }
-        for argv in [argv, strings(&step.inputs["unless"])] {
-            if !argv.is_empty() {
-                out.push((step.id.clone(), argv));
-            }
-        }
+    for step in &subject.steps {
+        let Some(kind) = registry.get(&step.kind) else { continue };
+        out.extend(kind.command_lines(&step.inputs).into_iter().map(|argv| (step.id.clone(), argv)));
     }
     out
 }
@@ -148,10 +140,10 @@ async fn hypershift_flags(path: &PathBuf, uses: &[(String, Vec<String>)]) -> Vec
     checks
 }
 
-pub async fn check_programs(subject: &Subject) -> Vec<Check> {
+pub async fn check_programs(subject: &Subject, registry: &Registry) -> Vec<Check> {
     let mut uses: BTreeMap<String, Vec<(String, Vec<String>)>> = BTreeMap::new();
     let mut checks = Vec::new();
-    for (step, argv) in argvs(subject) {
+    for (step, argv) in argvs(subject, registry) {
         if unresolved(&argv[0]) {
             checks.push(Check::skip(
                 format!("program of step {step}"),

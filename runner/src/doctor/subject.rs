@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use runbook_steps::{KindNeed, Registry};
 use serde_json::Value;
 
 use crate::model::Runbook;
@@ -171,8 +172,8 @@ impl Subject {
         }
     }
 
-    /// The steps of one kind.
-    pub fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a PlannedStep> + 'a {
-        self.steps.iter().filter(move |s| s.kind == kind)
+    /// The steps whose kind (as `registry` knows it) needs `need`, in plan order.
+    pub fn needing<'a>(&'a self, registry: &'a Registry, need: KindNeed) -> impl Iterator<Item = &'a PlannedStep> + 'a {
+        self.steps.iter().filter(move |s| registry.needs(&s.kind, need))
     }
 }

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use runbook_steps::{MadeObjects, Registry, StepKind};
 use serde_json::Value;
 
 use super::objects::Made;
@@ -226,23 +228,30 @@ impl Ledger {
         Some(entry)
     }
 
-    /// Takes in what one run made, in the order its steps finished.
-    pub fn record(&mut self, runbook: &str, run: &str, made: &[Made]) {
-        // The CA files the run's own HTTP checks trusted, for reading its issuer documents.
+    /// Takes in what one run made, in the order its steps finished. What each step made is
+    /// read as its kind in `registry` says; a kind this build no longer knows made nothing
+    /// it can check.
+    pub fn record(&mut self, registry: &Registry, runbook: &str, run: &str, made: &[Made]) {
+        let kinds: Vec<Option<&Arc<dyn StepKind>>> = made.iter().map(|m| registry.get(&m.kind)).collect();
+        // The CA files the run's own steps trusted (its HTTP checks), for reading its issuer
+        // documents.
         let ca_files: Vec<PathBuf> = made
             .iter()
-            .filter(|m| m.kind == "http")
-            .filter_map(|m| text(&m.inputs["ca_file"]).map(PathBuf::from))
+            .zip(&kinds)
+            .filter_map(|(m, kind)| kind.map(|kind| kind.trusted_ca_files(&m.inputs)))
+            .flatten()
+            .map(PathBuf::from)
             .collect();
-        for m in made {
+        for (m, kind) in made.iter().zip(&kinds) {
+            let Some(kind) = kind else { continue };
             let by = format!("{runbook} {}", m.step);
-            match m.kind.as_str() {
-                "arm" => self.record_arm(run, m, &by),
-                "graph" => self.record_graph(run, m, &by),
-                "oidc" => self.record_issuer(run, m, &ca_files),
-                "kube" => self.record_kube(run, m, &by),
-                "exec" => self.record_hypershift(run, m, &by),
-                _ => {}
+            match kind.made_objects() {
+                MadeObjects::ArmResources => self.record_arm(run, m, &by),
+                MadeObjects::GraphObjects => self.record_graph(run, m, &by),
+                MadeObjects::OidcIssuer => self.record_issuer(run, m, &ca_files),
+                MadeObjects::KubeObjects => self.record_kube(run, m, &by),
+                MadeObjects::CommandLineObjects => self.record_hypershift(run, m, &by),
+                MadeObjects::Nothing => {}
             }
         }
     }

@@ -93,3 +93,6 @@ pub struct Unreadable {
     pub code: Option<String>,
     pub message: String,
 }
+
+#[cfg(test)]
+mod tests;
