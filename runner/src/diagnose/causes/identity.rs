@@ -21,6 +21,9 @@ const AUDIENCE_MISMATCH: u32 = 700212;
 /// Entra could not read the issuer's discovery document or JWKS.
 const ISSUER_UNREADABLE: u32 = 90061;
 
+/// How many wrong credentials a cause shows as evidence (its title counts them all).
+const SHOWN: usize = 3;
+
 /// A HostedCluster condition that reports a failed sign-in.
 struct Report<'a> {
     cluster: String,
@@ -135,27 +138,38 @@ fn credentials(scene: &Scene, report: &Report, issuer: &str) -> Option<Cause> {
     let same_issuer: Vec<&Value> = all.iter().copied().filter(|c| field(c, "issuer") == issuer).collect();
     let mut evidence = vec![report.evidence()];
     if same_issuer.is_empty() && !all.is_empty() {
-        let slashed: Vec<&Value> = all
+        let trailing_slash =
+            all.iter().any(|c| field(c, "issuer").trim_end_matches('/') == issuer.trim_end_matches('/'));
+        // Every identity's credentials that name the issuer the same wrong way: the same mistake
+        // is usually made everywhere the value was used.
+        let everywhere: Vec<&Value> = scene
+            .identities
             .iter()
-            .copied()
-            .filter(|c| field(c, "issuer").trim_end_matches('/') == issuer.trim_end_matches('/'))
+            .flat_map(|i| &i.credentials)
+            .filter(|c| field(c, "issuer") != issuer)
+            .filter(|c| !trailing_slash || field(c, "issuer").trim_end_matches('/') == issuer.trim_end_matches('/'))
             .collect();
-        let (id, title, wrong) = if slashed.is_empty() {
-            (
-                "federated-credential-issuer",
-                format!("the federated credentials of identity {name} trust another issuer than the cluster's"),
-                all.clone(),
-            )
-        } else {
+        let (id, title) = if trailing_slash {
             (
                 "federated-credential-issuer-trailing-slash",
                 format!(
-                    "the federated credentials of identity {name} name the issuer with a different trailing slash than the cluster's tokens (issuers are compared exactly)"
+                    "{} federated credentials (identity {name} among them) name the issuer with a different trailing slash than the cluster's tokens (issuers are compared exactly)",
+                    everywhere.len()
                 ),
-                slashed,
+            )
+        } else {
+            (
+                "federated-credential-issuer",
+                format!(
+                    "{} federated credentials (identity {name} among them) trust another issuer than the cluster's",
+                    everywhere.len()
+                ),
             )
         };
-        for credential in &wrong {
+        // The failing identity's credentials first, then the others, a few of them shown.
+        let (mine, others): (Vec<&Value>, Vec<&Value>) = everywhere.iter().partition(|c| all.contains(c));
+        let shown: Vec<&Value> = mine.into_iter().chain(others).collect();
+        for credential in shown.iter().take(SHOWN) {
             evidence.push(
                 Evidence::new(
                     credential["id"].as_str().unwrap_or_default(),
@@ -165,7 +179,7 @@ fn credentials(scene: &Scene, report: &Report, issuer: &str) -> Option<Cause> {
                 .expecting(issuer),
             );
         }
-        let steps = makers(scene, &wrong, true);
+        let steps = makers(scene, &everywhere, true);
         return Some(Cause {
             id,
             title,
