@@ -894,3 +894,58 @@ async fn the_controllers_date_what_they_write_on_the_sandbox_clock() {
     }
     rig.sandbox.shutdown().await;
 }
+
+/// The pods of the hosted control plane namespace whose name starts with `workload-`.
+fn control_plane_pod(rig: &Rig, workload: &str) -> Option<Value> {
+    let pods = rig.mgmt.list("pods", Some("clusters-example"), None).unwrap();
+    pods.into_iter().find(|p| p["metadata"]["name"].as_str().unwrap().starts_with(&format!("{workload}-")))
+}
+
+#[tokio::test]
+async fn without_cpu_on_the_management_cluster_the_control_plane_stays_pending_until_room_is_made() {
+    let rig = Rig::start(Breakage::default()).await;
+    let what = rig.sandbox.apply_breakage(runbook_sandbox::Breakage::MgmtNoCapacity).unwrap();
+    assert!(what.contains("data-platform/batch-ingest"), "{what}");
+    eventually("the other team's pods run", || {
+        let pods = rig.mgmt.list("pods", Some("data-platform"), None).unwrap();
+        pods.len() == 3 && pods.iter().all(|p| p["status"]["phase"] == "Running")
+    })
+    .await;
+    rig.create_cluster(0);
+
+    let message = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.";
+    eventually("etcd's pod is unschedulable", || {
+        control_plane_pod(&rig, "etcd").is_some_and(|p| condition(&p, "PodScheduled")["reason"] == "Unschedulable")
+    })
+    .await;
+    let etcd = control_plane_pod(&rig, "etcd").unwrap();
+    assert_eq!(etcd["status"]["phase"], "Pending");
+    assert!(etcd["spec"]["nodeName"].is_null(), "{:#}", etcd["spec"]);
+    assert_eq!(condition(&etcd, "PodScheduled")["status"], "False");
+    assert_eq!(condition(&etcd, "PodScheduled")["message"], message);
+    let events = rig.mgmt.list("events", Some("clusters-example"), None).unwrap();
+    let failed = events
+        .iter()
+        .find(|e| e["reason"] == "FailedScheduling" && e["involvedObject"]["name"] == etcd["metadata"]["name"])
+        .expect("a FailedScheduling Event on etcd's pod");
+    assert_eq!(failed["type"], "Warning");
+    assert_eq!(failed["message"], message);
+    assert_eq!(failed["source"]["component"], "default-scheduler");
+    let etcd_condition = rig.wait_for_condition("EtcdAvailable", "False").await;
+    assert_eq!(etcd_condition["reason"], "EtcdWaitingForQuorum");
+    let available = condition(&rig.hc(), "Available");
+    assert_eq!(available["status"], "False");
+    assert_eq!(available["reason"], "WaitingForAvailable");
+    assert!(available["message"].as_str().unwrap().contains("etcd, kube-apiserver"), "{available:#}");
+
+    // `kubectl scale deployment/batch-ingest -n data-platform --replicas=0`
+    rig.mgmt
+        .patch("deployments.apps", Some("data-platform"), "batch-ingest", json!({"spec": {"replicas": 0}}), "kubectl")
+        .unwrap();
+    let available = rig.wait_for_condition("Available", "True").await;
+    assert_eq!(available["reason"], "AsExpected");
+    let etcd = control_plane_pod(&rig, "etcd").unwrap();
+    assert_eq!(etcd["status"]["phase"], "Running");
+    assert_eq!(etcd["spec"]["nodeName"], "sandbox-node-1");
+    rig.sandbox.shutdown().await;
+}

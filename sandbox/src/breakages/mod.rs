@@ -7,7 +7,28 @@
 //!
 //! Each breakage names the phase after which it is applied: the rehearsal breaks the thing once
 //! that phase has made it, and the next phases meet the symptom.
+//!
+//! # What each breakage shows
+//!
+//! What Azure and the management cluster show once the breakage is in effect, for a diagnosis
+//! to match (the cluster `NAME` in namespace `NS`, its control plane in `NS-NAME`):
+//!
+//! - `mgmt-no-capacity` (after Phase 2): the Deployment `data-platform/batch-ingest` (3
+//!   replicas, each requesting `2450m` CPU of the node's `7500m` allocatable) runs on the
+//!   management cluster. The control plane's pods that do not fit (etcd `300m`, kube-apiserver
+//!   `350m`, …) stay `status.phase: Pending` without `spec.nodeName`, with condition
+//!   `PodScheduled` False, reason `Unschedulable`, message `0/1 nodes are available: 1
+//!   Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for
+//!   incoming pod.`, and a `Warning` Event on each pod, reason `FailedScheduling`, source
+//!   `default-scheduler`, the same message. The HostedCluster: `EtcdAvailable` False
+//!   `EtcdWaitingForQuorum` (`Waiting for etcd to reach quorum`), `KubeAPIServerAvailable`
+//!   False `WaitingForAvailable`, `Available` False `WaitingForAvailable` (`Waiting for control
+//!   plane components: etcd, kube-apiserver, …`). Phase 3's `cluster_available` times out.
+//!   Fix: `kubectl scale deployment/batch-ingest -n data-platform --replicas=0` (or delete
+//!   it): the scheduler places the pending pods (`Scheduled` Events) and the cluster becomes
+//!   Available.
 
+mod capacity;
 mod external_dns;
 mod identity;
 
@@ -27,6 +48,9 @@ pub enum Breakage {
     /// External DNS's credentials secret on the management cluster holds a wrong client secret
     /// (AADSTS7000215).
     ExternalDnsSecret,
+    /// Another team's Deployment on the management cluster requests most of the nodes' CPU:
+    /// the control plane's pods stay Pending (FailedScheduling, Insufficient cpu).
+    MgmtNoCapacity,
 }
 
 /// What a breakage is, for `--break` and the reports.
@@ -65,6 +89,12 @@ pub const BREAKAGES: &[BreakageInfo] = &[
         after_phase: 2,
         reproduces: "DNS not resolving: External DNS's credentials are refused, so it writes no record",
     },
+    BreakageInfo {
+        breakage: Breakage::MgmtNoCapacity,
+        name: "mgmt-no-capacity",
+        after_phase: 2,
+        reproduces: "control plane pods not starting: the management cluster has no CPU left for them, so they stay Pending",
+    },
 ];
 
 impl Breakage {
@@ -89,6 +119,7 @@ impl Breakage {
             Breakage::IssuerTrailingSlash => identity::issuer_trailing_slash(shared),
             Breakage::PrivateOidcContainer => identity::private_issuer_container(shared),
             Breakage::ExternalDnsSecret => external_dns::wrong_secret(shared),
+            Breakage::MgmtNoCapacity => capacity::cpu_hog(shared),
         }
     }
 }
