@@ -949,3 +949,51 @@ async fn without_cpu_on_the_management_cluster_the_control_plane_stays_pending_u
     assert_eq!(etcd["spec"]["nodeName"], "sandbox-node-1");
     rig.sandbox.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_rule_denying_the_api_servers_port_keeps_new_workers_from_joining_until_it_is_deleted() {
+    let rig = Rig::start(Breakage::default()).await;
+    rig.create_cluster(0);
+    rig.wait_for_condition("Available", "True").await;
+    let what = rig.sandbox.apply_breakage(runbook_sandbox::Breakage::NsgDenyApi).unwrap();
+    assert!(what.contains("deny-egress-6443"), "{what}");
+    let rule_path = format!(
+        "/resourceGroups/{NSG_RG}/providers/Microsoft.Network/networkSecurityGroups/{INFRA_ID}-nsg/securityRules/deny-egress-6443?{NET}"
+    );
+    // What `az network nsg rule show` reads.
+    let rule = rig.arm.get(&rule_path).await;
+    assert_eq!(rule.status, 200, "{:?}", rule.body);
+    assert_eq!(rule.body["properties"]["access"], "Deny");
+    assert_eq!(rule.body["properties"]["direction"], "Outbound");
+    assert_eq!(rule.body["properties"]["destinationPortRange"], "6443");
+    assert_eq!(rule.body["properties"]["priority"], 100);
+
+    rig.mgmt.patch(NP, Some(NS), NAME, json!({"spec": {"replicas": 2}}), "kubectl-scale").unwrap();
+    eventually("the VMs provision but no node joins", || {
+        let np = rig.node_pool();
+        condition(&np, "AllMachinesReady")["status"] == "True"
+            && condition(&np, "AllNodesHealthy")["reason"] == "NodeProvisioning"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let np = rig.node_pool();
+    let vms = rig.managed("Microsoft.Compute/virtualMachines").await;
+    assert_eq!(vms.len(), 2);
+    assert!(rig.hosted_node_names().is_empty(), "{:?}", rig.hosted_node_names());
+    let healthy = condition(&np, "AllNodesHealthy");
+    assert_eq!(healthy["status"], "False");
+    let mut lines: Vec<&str> = healthy["message"].as_str().unwrap().lines().collect();
+    lines.sort();
+    assert_eq!(lines, vms.iter().map(|vm| format!("Machine {vm}: NodeProvisioning")).collect::<Vec<_>>());
+    let ready = condition(&np, "Ready");
+    assert_eq!(ready["status"], "False");
+    assert_eq!(ready["reason"], "WaitingForAvailableMachines");
+    assert_eq!(ready["message"], "Minimum availability requires 2 replicas, current 0 available");
+
+    // `az network nsg rule delete -g RG --nsg-name NSG -n deny-egress-6443`
+    let deleted = rig.arm.delete(&rule_path).await;
+    assert!(deleted.status == 200 || deleted.status == 202, "{:?}", deleted.body);
+    pool_converges(&rig, 2).await;
+    assert_eq!(rig.hosted_node_names(), vms);
+    rig.sandbox.shutdown().await;
+}

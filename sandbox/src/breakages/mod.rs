@@ -27,10 +27,24 @@
 //!   Fix: `kubectl scale deployment/batch-ingest -n data-platform --replicas=0` (or delete
 //!   it): the scheduler places the pending pods (`Scheduled` Events) and the cluster becomes
 //!   Available.
+//! - `nsg-deny-api` (after Phase 3; the rehearsal goes on to Day 2): the network security group
+//!   the HostedCluster names (`spec.platform.azure.securityGroupID`) holds the custom rule
+//!   `deny-egress-6443`: `access: Deny`, `direction: Outbound`, `protocol: Tcp`,
+//!   `destinationPortRange: "6443"`, `priority: 100` (before every Allow, the default
+//!   `AllowInternetOutBound` is 65001). A node pool's VMs provision (`provisioningState:
+//!   Succeeded`) but none registers a node in the hosted cluster. The NodePool:
+//!   `AllMachinesReady` True `AsExpected`, `AllNodesHealthy` False `NodeProvisioning` (message
+//!   one line `Machine <vm name>: NodeProvisioning` per machine without a node), `Ready` False
+//!   `WaitingForAvailableMachines` (`Minimum availability requires N replicas, current 0
+//!   available`). Day 2's `day2-add-nodepool` fails at `nodepool_ready`. Fix: `az network nsg
+//!   rule delete -g <nsg rg> --nsg-name <nsg> -n deny-egress-6443`: the kubelets retry and the
+//!   nodes join. (Any custom Deny on outbound TCP 6443 or 443 deciding before the Allows has
+//!   the same effect.)
 
 mod capacity;
 mod external_dns;
 mod identity;
+mod network;
 
 use crate::Shared;
 
@@ -51,6 +65,9 @@ pub enum Breakage {
     /// Another team's Deployment on the management cluster requests most of the nodes' CPU:
     /// the control plane's pods stay Pending (FailedScheduling, Insufficient cpu).
     MgmtNoCapacity,
+    /// A rule on the cluster's network security group denies the workers' way to the hosted
+    /// API server (outbound TCP 6443): a new node pool's VMs boot but no node joins.
+    NsgDenyApi,
 }
 
 /// What a breakage is, for `--break` and the reports.
@@ -61,6 +78,9 @@ pub struct BreakageInfo {
     pub after_phase: u8,
     /// The procedure's Troubleshooting entry (or the users' report) it reproduces.
     pub reproduces: &'static str,
+    /// The last phase a rehearsal with it runs (unless told to stop sooner): the phase whose
+    /// runbook meets the symptom (3; 4 is Day 2, 5 cleanup).
+    pub stops_after: u8,
 }
 
 /// Every breakage, in the order of the procedure's Troubleshooting section.
@@ -70,30 +90,42 @@ pub const BREAKAGES: &[BreakageInfo] = &[
         name: "fic-subject-case",
         after_phase: 1,
         reproduces: "authentication errors at cluster creation: a federated credential's subject differs in case from the service account",
+        stops_after: 3,
     },
     BreakageInfo {
         breakage: Breakage::IssuerTrailingSlash,
         name: "issuer-trailing-slash",
         after_phase: 1,
         reproduces: "authentication errors at cluster creation: the federated credentials' issuer has a trailing slash the cluster's does not",
+        stops_after: 3,
     },
     BreakageInfo {
         breakage: Breakage::PrivateOidcContainer,
         name: "private-oidc-container",
         after_phase: 1,
         reproduces: "authentication errors at cluster creation: the OIDC issuer's storage container is not public",
+        stops_after: 3,
     },
     BreakageInfo {
         breakage: Breakage::ExternalDnsSecret,
         name: "external-dns-secret",
         after_phase: 2,
         reproduces: "DNS not resolving: External DNS's credentials are refused, so it writes no record",
+        stops_after: 3,
     },
     BreakageInfo {
         breakage: Breakage::MgmtNoCapacity,
         name: "mgmt-no-capacity",
         after_phase: 2,
         reproduces: "control plane pods not starting: the management cluster has no CPU left for them, so they stay Pending",
+        stops_after: 3,
+    },
+    BreakageInfo {
+        breakage: Breakage::NsgDenyApi,
+        name: "nsg-deny-api",
+        after_phase: 3,
+        reproduces: "worker nodes not joining: a network security group rule denies the API server's port 6443",
+        stops_after: 4,
     },
 ];
 
@@ -120,6 +152,7 @@ impl Breakage {
             Breakage::PrivateOidcContainer => identity::private_issuer_container(shared),
             Breakage::ExternalDnsSecret => external_dns::wrong_secret(shared),
             Breakage::MgmtNoCapacity => capacity::cpu_hog(shared),
+            Breakage::NsgDenyApi => network::deny_api(shared),
         }
     }
 }
