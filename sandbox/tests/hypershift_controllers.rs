@@ -997,3 +997,54 @@ async fn a_rule_denying_the_api_servers_port_keeps_new_workers_from_joining_unti
     assert_eq!(rig.hosted_node_names(), vms);
     rig.sandbox.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_finalizer_no_controller_removes_holds_a_deleted_cluster_until_kubectl_patch_removes_it() {
+    let rig = Rig::start(Breakage::default()).await;
+    rig.create_cluster(0);
+    rig.wait_for_condition("Available", "True").await;
+    let what = rig.sandbox.apply_breakage(runbook_sandbox::Breakage::DestroyStuckFinalizer).unwrap();
+    assert!(what.contains("inventory.example.com/protect"), "{what}");
+
+    // What `hypershift destroy cluster azure` does first: delete the HostedCluster.
+    rig.mgmt.delete(HC, Some(NS), NAME).unwrap();
+    eventually("HyperShift's own cleanup is done", || {
+        let hc = rig.hc();
+        hc["metadata"]["finalizers"] == json!(["inventory.example.com/protect"])
+            && rig.mgmt.get("namespaces", None, "clusters-example").is_err()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let hc = rig.hc();
+    assert!(hc["metadata"]["deletionTimestamp"].is_string(), "{:#}", hc["metadata"]);
+    assert_eq!(hc["metadata"]["finalizers"], json!(["inventory.example.com/protect"]));
+    assert!(rig.sandbox.hosted_cluster(NS, NAME).is_none(), "the control plane is torn down");
+
+    // The fix, with real kubectl: a JSON patch removing the finalizer by its index.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(&path, rig.sandbox.kubeconfig()).unwrap();
+    let argv: Vec<String> = [
+        "--kubeconfig",
+        path.to_str().unwrap(),
+        "patch",
+        "hostedcluster",
+        NAME,
+        "-n",
+        NS,
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers/0"}]"#,
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("kubectl").args(&argv).output().expect("kubectl must be installed")
+    })
+    .await
+    .unwrap();
+    assert!(output.status.success(), "kubectl patch: {}", String::from_utf8_lossy(&output.stderr));
+    eventually("the HostedCluster is gone", || rig.mgmt.get(HC, Some(NS), NAME).is_err()).await;
+    rig.sandbox.shutdown().await;
+}

@@ -268,6 +268,7 @@ fn health_wait_var(runbook: &str) -> Option<&'static str> {
     match runbook {
         "phase3-hosted-cluster" => Some("available_timeout"),
         "day2-add-nodepool" => Some("ready_timeout"),
+        "cleanup-hosted-cluster" => Some("timeout"),
         _ => None,
     }
 }

@@ -40,9 +40,24 @@
 //!   rule delete -g <nsg rg> --nsg-name <nsg> -n deny-egress-6443`: the kubelets retry and the
 //!   nodes join. (Any custom Deny on outbound TCP 6443 or 443 deciding before the Allows has
 //!   the same effect.)
+//! - `destroy-stuck-finalizer` (after Day 2; the rehearsal goes on to cleanup): the
+//!   HostedCluster carries the finalizer `inventory.example.com/protect` (field manager
+//!   `inventory-controller`), which no running controller removes. Once `hypershift destroy
+//!   cluster azure` has deleted it, HyperShift's own cleanup runs (node pools, VMs, control
+//!   plane namespace `NS-NAME`, the `hypershift.openshift.io/finalizer` finalizer removed), and
+//!   the HostedCluster stays with `metadata.deletionTimestamp` set and `metadata.finalizers:
+//!   ["inventory.example.com/protect", "hypershift.openshift.io/destroy"]` (the second is the
+//!   destroy command's own, removed by the command once the others are gone). Destroy waits its
+//!   `--cluster-grace-period` (the cleanup runbook's `timeout` var) and exits 1 with `hostedcluster
+//!   wasn't finalized, aborting delete: context deadline exceeded`; cleanup's `destroy_cluster`
+//!   fails after its 3 attempts. Fix: `kubectl patch hostedcluster NAME -n NS --type=json -p
+//!   '[{"op":"remove","path":"/metadata/finalizers/0"}]'` (the index of the foreign finalizer),
+//!   then `runbook resume`: destroy finds only its own finalizer, finishes and the HostedCluster
+//!   is gone.
 
 mod capacity;
 mod external_dns;
+mod finalizer;
 mod identity;
 mod network;
 
@@ -68,6 +83,9 @@ pub enum Breakage {
     /// A rule on the cluster's network security group denies the workers' way to the hosted
     /// API server (outbound TCP 6443): a new node pool's VMs boot but no node joins.
     NsgDenyApi,
+    /// The HostedCluster carries another tool's finalizer that nothing removes: its deletion
+    /// never completes and `hypershift destroy cluster azure` times out.
+    DestroyStuckFinalizer,
 }
 
 /// What a breakage is, for `--break` and the reports.
@@ -127,6 +145,13 @@ pub const BREAKAGES: &[BreakageInfo] = &[
         reproduces: "worker nodes not joining: a network security group rule denies the API server's port 6443",
         stops_after: 4,
     },
+    BreakageInfo {
+        breakage: Breakage::DestroyStuckFinalizer,
+        name: "destroy-stuck-finalizer",
+        after_phase: 4,
+        reproduces: "destroy hangs: the HostedCluster keeps a finalizer of another tool that no controller removes",
+        stops_after: 5,
+    },
 ];
 
 impl Breakage {
@@ -153,6 +178,7 @@ impl Breakage {
             Breakage::ExternalDnsSecret => external_dns::wrong_secret(shared),
             Breakage::MgmtNoCapacity => capacity::cpu_hog(shared),
             Breakage::NsgDenyApi => network::deny_api(shared),
+            Breakage::DestroyStuckFinalizer => finalizer::stuck_finalizer(shared),
         }
     }
 }
