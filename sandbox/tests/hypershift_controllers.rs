@@ -895,7 +895,27 @@ async fn the_controllers_date_what_they_write_on_the_sandbox_clock() {
     rig.sandbox.shutdown().await;
 }
 
-/// The pods of the hosted control plane namespace whose name starts with `workload-`.
+/// Runs real kubectl against the management cluster, as a person applying a fix would.
+async fn mgmt_kubectl(rig: &Rig, args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(&path, rig.sandbox.kubeconfig()).unwrap();
+    let mut argv = vec!["--kubeconfig".to_string(), path.to_str().unwrap().to_string()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let shown = argv[2..].join(" ");
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("kubectl")
+            .args(&argv)
+            .output()
+            .expect("kubectl must be installed (Kubernetes client 1.32) to run this test")
+    })
+    .await
+    .unwrap();
+    assert!(output.status.success(), "kubectl {shown}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The pod of the hosted control plane namespace whose name starts with `workload-`.
 fn control_plane_pod(rig: &Rig, workload: &str) -> Option<Value> {
     let pods = rig.mgmt.list("pods", Some("clusters-example"), None).unwrap();
     pods.into_iter().find(|p| p["metadata"]["name"].as_str().unwrap().starts_with(&format!("{workload}-")))
@@ -938,10 +958,8 @@ async fn without_cpu_on_the_management_cluster_the_control_plane_stays_pending_u
     assert_eq!(available["reason"], "WaitingForAvailable");
     assert!(available["message"].as_str().unwrap().contains("etcd, kube-apiserver"), "{available:#}");
 
-    // `kubectl scale deployment/batch-ingest -n data-platform --replicas=0`
-    rig.mgmt
-        .patch("deployments.apps", Some("data-platform"), "batch-ingest", json!({"spec": {"replicas": 0}}), "kubectl")
-        .unwrap();
+    // The fix, with real kubectl (the scale subresource).
+    mgmt_kubectl(&rig, &["scale", "deployment/batch-ingest", "-n", "data-platform", "--replicas=0"]).await;
     let available = rig.wait_for_condition("Available", "True").await;
     assert_eq!(available["reason"], "AsExpected");
     let etcd = control_plane_pod(&rig, "etcd").unwrap();
@@ -1021,30 +1039,20 @@ async fn a_finalizer_no_controller_removes_holds_a_deleted_cluster_until_kubectl
     assert!(rig.sandbox.hosted_cluster(NS, NAME).is_none(), "the control plane is torn down");
 
     // The fix, with real kubectl: a JSON patch removing the finalizer by its index.
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("kubeconfig");
-    std::fs::write(&path, rig.sandbox.kubeconfig()).unwrap();
-    let argv: Vec<String> = [
-        "--kubeconfig",
-        path.to_str().unwrap(),
-        "patch",
-        "hostedcluster",
-        NAME,
-        "-n",
-        NS,
-        "--type=json",
-        "-p",
-        r#"[{"op":"remove","path":"/metadata/finalizers/0"}]"#,
-    ]
-    .iter()
-    .map(|a| a.to_string())
-    .collect();
-    let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("kubectl").args(&argv).output().expect("kubectl must be installed")
-    })
-    .await
-    .unwrap();
-    assert!(output.status.success(), "kubectl patch: {}", String::from_utf8_lossy(&output.stderr));
+    mgmt_kubectl(
+        &rig,
+        &[
+            "patch",
+            "hostedcluster",
+            NAME,
+            "-n",
+            NS,
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/metadata/finalizers/0"}]"#,
+        ],
+    )
+    .await;
     eventually("the HostedCluster is gone", || rig.mgmt.get(HC, Some(NS), NAME).is_err()).await;
     rig.sandbox.shutdown().await;
 }
