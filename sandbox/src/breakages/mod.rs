@@ -6,7 +6,9 @@
 //! services behave, so what fixes the real failure fixes the rehearsed one.
 //!
 //! Each breakage names the phase after which it is applied: the rehearsal breaks the thing once
-//! that phase has made it, and the next phases meet the symptom.
+//! that phase has made it, and the next phases meet the symptom. It also names the phase whose
+//! runbook meets the symptom, after which the rehearsal stops (Phase 3 for most; Day 2 for a
+//! node pool's, cleanup for a deletion's).
 //!
 //! # What each breakage shows
 //!
@@ -20,10 +22,14 @@
 //!   `PodScheduled` False, reason `Unschedulable`, message `0/1 nodes are available: 1
 //!   Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for
 //!   incoming pod.`, and a `Warning` Event on each pod, reason `FailedScheduling`, source
-//!   `default-scheduler`, the same message. The HostedCluster: `EtcdAvailable` False
+//!   `default-scheduler`, the same message. Their Deployments: `Available` False
+//!   `MinimumReplicasUnavailable`. The HostedCluster: `EtcdAvailable` False
 //!   `EtcdWaitingForQuorum` (`Waiting for etcd to reach quorum`), `KubeAPIServerAvailable`
-//!   False `WaitingForAvailable`, `Available` False `WaitingForAvailable` (`Waiting for control
-//!   plane components: etcd, kube-apiserver, …`). Phase 3's `cluster_available` times out.
+//!   False `WaitingForAvailable` (`Waiting for Kube APIServer deployment to become
+//!   available`), `Available` False `WaitingForAvailable` (`Waiting for control plane
+//!   components: etcd, kube-apiserver, …`, the components not available), `Degraded` False;
+//!   no Event on the HostedCluster (HyperShift records none while waiting). Phase 3's
+//!   `cluster_available` times out.
 //!   Fix: `kubectl scale deployment/batch-ingest -n data-platform --replicas=0` (or delete
 //!   it): the scheduler places the pending pods (`Scheduled` Events) and the cluster becomes
 //!   Available.
