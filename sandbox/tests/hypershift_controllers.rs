@@ -894,3 +894,165 @@ async fn the_controllers_date_what_they_write_on_the_sandbox_clock() {
     }
     rig.sandbox.shutdown().await;
 }
+
+/// Runs real kubectl against the management cluster, as a person applying a fix would.
+async fn mgmt_kubectl(rig: &Rig, args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    std::fs::write(&path, rig.sandbox.kubeconfig()).unwrap();
+    let mut argv = vec!["--kubeconfig".to_string(), path.to_str().unwrap().to_string()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    let shown = argv[2..].join(" ");
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("kubectl")
+            .args(&argv)
+            .output()
+            .expect("kubectl must be installed (Kubernetes client 1.32) to run this test")
+    })
+    .await
+    .unwrap();
+    assert!(output.status.success(), "kubectl {shown}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The pod of the hosted control plane namespace whose name starts with `workload-`.
+fn control_plane_pod(rig: &Rig, workload: &str) -> Option<Value> {
+    let pods = rig.mgmt.list("pods", Some("clusters-example"), None).unwrap();
+    pods.into_iter().find(|p| p["metadata"]["name"].as_str().unwrap().starts_with(&format!("{workload}-")))
+}
+
+#[tokio::test]
+async fn without_cpu_on_the_management_cluster_the_control_plane_stays_pending_until_room_is_made() {
+    let rig = Rig::start(Breakage::default()).await;
+    let what = rig.sandbox.apply_breakage(runbook_sandbox::Breakage::MgmtNoCapacity).unwrap();
+    assert!(what.contains("data-platform/batch-ingest"), "{what}");
+    eventually("the other team's pods run", || {
+        let pods = rig.mgmt.list("pods", Some("data-platform"), None).unwrap();
+        pods.len() == 3 && pods.iter().all(|p| p["status"]["phase"] == "Running")
+    })
+    .await;
+    rig.create_cluster(0);
+
+    let message = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.";
+    eventually("etcd's pod is unschedulable", || {
+        control_plane_pod(&rig, "etcd").is_some_and(|p| condition(&p, "PodScheduled")["reason"] == "Unschedulable")
+    })
+    .await;
+    let etcd = control_plane_pod(&rig, "etcd").unwrap();
+    assert_eq!(etcd["status"]["phase"], "Pending");
+    assert!(etcd["spec"]["nodeName"].is_null(), "{:#}", etcd["spec"]);
+    assert_eq!(condition(&etcd, "PodScheduled")["status"], "False");
+    assert_eq!(condition(&etcd, "PodScheduled")["message"], message);
+    let events = rig.mgmt.list("events", Some("clusters-example"), None).unwrap();
+    let failed = events
+        .iter()
+        .find(|e| e["reason"] == "FailedScheduling" && e["involvedObject"]["name"] == etcd["metadata"]["name"])
+        .expect("a FailedScheduling Event on etcd's pod");
+    assert_eq!(failed["type"], "Warning");
+    assert_eq!(failed["message"], message);
+    assert_eq!(failed["source"]["component"], "default-scheduler");
+    let etcd_condition = rig.wait_for_condition("EtcdAvailable", "False").await;
+    assert_eq!(etcd_condition["reason"], "EtcdWaitingForQuorum");
+    let available = condition(&rig.hc(), "Available");
+    assert_eq!(available["status"], "False");
+    assert_eq!(available["reason"], "WaitingForAvailable");
+    assert!(available["message"].as_str().unwrap().contains("etcd, kube-apiserver"), "{available:#}");
+
+    // The fix, with real kubectl (the scale subresource).
+    mgmt_kubectl(&rig, &["scale", "deployment/batch-ingest", "-n", "data-platform", "--replicas=0"]).await;
+    let available = rig.wait_for_condition("Available", "True").await;
+    assert_eq!(available["reason"], "AsExpected");
+    let etcd = control_plane_pod(&rig, "etcd").unwrap();
+    assert_eq!(etcd["status"]["phase"], "Running");
+    assert_eq!(etcd["spec"]["nodeName"], "sandbox-node-1");
+    rig.sandbox.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_rule_denying_the_api_servers_port_keeps_new_workers_from_joining_until_it_is_deleted() {
+    let rig = Rig::start(Breakage::default()).await;
+    rig.create_cluster(0);
+    rig.wait_for_condition("Available", "True").await;
+    let what = rig.sandbox.apply_breakage(runbook_sandbox::Breakage::NsgDenyApi).unwrap();
+    assert!(what.contains("deny-egress-6443"), "{what}");
+    let rule_path = format!(
+        "/resourceGroups/{NSG_RG}/providers/Microsoft.Network/networkSecurityGroups/{INFRA_ID}-nsg/securityRules/deny-egress-6443?{NET}"
+    );
+    // What `az network nsg rule show` reads.
+    let rule = rig.arm.get(&rule_path).await;
+    assert_eq!(rule.status, 200, "{:?}", rule.body);
+    assert_eq!(rule.body["properties"]["access"], "Deny");
+    assert_eq!(rule.body["properties"]["direction"], "Outbound");
+    assert_eq!(rule.body["properties"]["destinationPortRange"], "6443");
+    assert_eq!(rule.body["properties"]["priority"], 100);
+
+    rig.mgmt.patch(NP, Some(NS), NAME, json!({"spec": {"replicas": 2}}), "kubectl-scale").unwrap();
+    eventually("the VMs provision but no node joins", || {
+        let np = rig.node_pool();
+        condition(&np, "AllMachinesReady")["status"] == "True"
+            && condition(&np, "AllNodesHealthy")["reason"] == "NodeProvisioning"
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let np = rig.node_pool();
+    let vms = rig.managed("Microsoft.Compute/virtualMachines").await;
+    assert_eq!(vms.len(), 2);
+    assert!(rig.hosted_node_names().is_empty(), "{:?}", rig.hosted_node_names());
+    let healthy = condition(&np, "AllNodesHealthy");
+    assert_eq!(healthy["status"], "False");
+    let mut lines: Vec<&str> = healthy["message"].as_str().unwrap().lines().collect();
+    lines.sort();
+    assert_eq!(lines, vms.iter().map(|vm| format!("Machine {vm}: NodeProvisioning")).collect::<Vec<_>>());
+    let ready = condition(&np, "Ready");
+    assert_eq!(ready["status"], "False");
+    assert_eq!(ready["reason"], "WaitingForAvailableMachines");
+    assert_eq!(ready["message"], "Minimum availability requires 2 replicas, current 0 available");
+
+    // `az network nsg rule delete -g RG --nsg-name NSG -n deny-egress-6443`
+    let deleted = rig.arm.delete(&rule_path).await;
+    assert!(deleted.status == 200 || deleted.status == 202, "{:?}", deleted.body);
+    pool_converges(&rig, 2).await;
+    assert_eq!(rig.hosted_node_names(), vms);
+    rig.sandbox.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_finalizer_no_controller_removes_holds_a_deleted_cluster_until_kubectl_patch_removes_it() {
+    let rig = Rig::start(Breakage::default()).await;
+    rig.create_cluster(0);
+    rig.wait_for_condition("Available", "True").await;
+    let what = rig.sandbox.apply_breakage(runbook_sandbox::Breakage::DestroyStuckFinalizer).unwrap();
+    assert!(what.contains("inventory.example.com/protect"), "{what}");
+
+    // What `hypershift destroy cluster azure` does first: delete the HostedCluster.
+    rig.mgmt.delete(HC, Some(NS), NAME).unwrap();
+    eventually("HyperShift's own cleanup is done", || {
+        let hc = rig.hc();
+        hc["metadata"]["finalizers"] == json!(["inventory.example.com/protect"])
+            && rig.mgmt.get("namespaces", None, "clusters-example").is_err()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let hc = rig.hc();
+    assert!(hc["metadata"]["deletionTimestamp"].is_string(), "{:#}", hc["metadata"]);
+    assert_eq!(hc["metadata"]["finalizers"], json!(["inventory.example.com/protect"]));
+    assert!(rig.sandbox.hosted_cluster(NS, NAME).is_none(), "the control plane is torn down");
+
+    // The fix, with real kubectl: a JSON patch removing the finalizer by its index.
+    mgmt_kubectl(
+        &rig,
+        &[
+            "patch",
+            "hostedcluster",
+            NAME,
+            "-n",
+            NS,
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/metadata/finalizers/0"}]"#,
+        ],
+    )
+    .await;
+    eventually("the HostedCluster is gone", || rig.mgmt.get(HC, Some(NS), NAME).is_err()).await;
+    rig.sandbox.shutdown().await;
+}

@@ -31,6 +31,7 @@ mod public_names;
 mod rehearsal_checks;
 mod rehearsal_safety;
 mod rehearse_all;
+mod rehearse_breakages;
 mod rehearse_create_iam;
 mod rehearse_faults;
 mod rehearse_no_external_dns;

@@ -327,7 +327,7 @@ pub enum Command {
         serve: bool,
         /// Break one thing on purpose, as the procedure's Troubleshooting section describes, so
         /// the later phases meet its real symptom (`runbook diagnose` then names it); stops after
-        /// Phase 3 unless --phase says sooner
+        /// the phase that meets it (Phase 3, Day 2 or cleanup) unless --phase says sooner
         #[arg(long = "break", value_name = "BREAKAGE", value_parser = breakage_names())]
         breakage: Option<String>,
         #[command(flatten)]

@@ -161,9 +161,11 @@ impl Rehearsal {
         if runbook == "phase3-hosted-cluster" {
             // Who makes the cluster's private zone, load balancer and roles.
             text.push_str(&format!("infra_tool = \"{}\"\n", self.infra_tool));
-            if self.breakage.is_some() {
-                text.push_str(&format!("available_timeout = \"{}s\"\n", broken_wait_secs(self.latency_scale)));
-            }
+        }
+        if self.breakage.is_some()
+            && let Some(var) = health_wait_var(runbook)
+        {
+            text.push_str(&format!("{var} = \"{}s\"\n", broken_wait_secs(self.latency_scale)));
         }
         runbook_files::write(&vars_file, text.as_bytes(), runbook_files::PUBLIC, runbook_files::Existing::Replace)
             .map_err(|e| CliError::Internal(e.into()))?;
@@ -258,6 +260,17 @@ fn check_breakage(breakage: runbook_sandbox::Breakage, phase: Option<u8>, extern
         ));
     }
     Ok(())
+}
+
+/// The variable of a runbook that bounds its long wait for health, which a rehearsal with a
+/// breakage shortens.
+fn health_wait_var(runbook: &str) -> Option<&'static str> {
+    match runbook {
+        "phase3-hosted-cluster" => Some("available_timeout"),
+        "day2-add-nodepool" => Some("ready_timeout"),
+        "cleanup-hosted-cluster" => Some("timeout"),
+        _ => None,
+    }
 }
 
 /// How long a rehearsal with a breakage waits for a cluster to become healthy: the procedure's
@@ -672,9 +685,9 @@ pub async fn rehearse(
     serve_after: bool,
     breakage: Option<runbook_sandbox::Breakage>,
 ) -> CliResult {
-    // A broken cluster has no Day 2: a rehearsal with a breakage stops after Phase 3 unless told
-    // to stop sooner.
-    let phase = phase.or(breakage.map(|_| 3));
+    // A rehearsal with a breakage stops after the phase that meets its symptom (Phase 3 for
+    // most: a broken cluster has no Day 2) unless told to stop sooner.
+    let phase = phase.or(breakage.map(|b| b.info().stops_after));
     if let Some(breakage) = breakage {
         check_breakage(breakage, phase, external_dns)?;
     }

@@ -9,7 +9,7 @@ pub(crate) mod errors;
 mod identities;
 mod load_balancers;
 mod lro;
-mod network;
+pub(crate) mod network;
 mod network_writes;
 mod permissions;
 mod private_dns;

@@ -96,7 +96,7 @@ pub(crate) fn render(res: &Resource, now: Instant, updating: bool) -> Value {
     body
 }
 
-fn rule(parent_id: &str, collection: &str, rule_type: &str, name: &str, props: &Value) -> Value {
+pub(crate) fn rule(parent_id: &str, collection: &str, rule_type: &str, name: &str, props: &Value) -> Value {
     let mut p = json!({
         "provisioningState": "Updating",
         "sourcePortRanges": [], "destinationPortRanges": [],

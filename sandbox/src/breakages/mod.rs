@@ -6,10 +6,66 @@
 //! services behave, so what fixes the real failure fixes the rehearsed one.
 //!
 //! Each breakage names the phase after which it is applied: the rehearsal breaks the thing once
-//! that phase has made it, and the next phases meet the symptom.
+//! that phase has made it, and the next phases meet the symptom. It also names the phase whose
+//! runbook meets the symptom, after which the rehearsal stops (Phase 3 for most; Day 2 for a
+//! node pool's, cleanup for a deletion's).
+//!
+//! # What each breakage shows
+//!
+//! What Azure and the management cluster show once the breakage is in effect, for a diagnosis
+//! to match (the cluster `NAME` in namespace `NS`, its control plane in `NS-NAME`):
+//!
+//! - `mgmt-no-capacity` (after Phase 2): the Deployment `data-platform/batch-ingest` (3
+//!   replicas, each requesting `2450m` CPU of the node's `7500m` allocatable) runs on the
+//!   management cluster. The control plane's pods that do not fit (etcd `300m`, kube-apiserver
+//!   `350m`, …) stay `status.phase: Pending` without `spec.nodeName`, with condition
+//!   `PodScheduled` False, reason `Unschedulable`, message `0/1 nodes are available: 1
+//!   Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for
+//!   incoming pod.`, and a `Warning` Event on each pod, reason `FailedScheduling`, source
+//!   `default-scheduler`, the same message. Their Deployments: `Available` False
+//!   `MinimumReplicasUnavailable`. The HostedCluster: `EtcdAvailable` False
+//!   `EtcdWaitingForQuorum` (`Waiting for etcd to reach quorum`), `KubeAPIServerAvailable`
+//!   False `WaitingForAvailable` (`Waiting for Kube APIServer deployment to become
+//!   available`), `Available` False `WaitingForAvailable` (`Waiting for control plane
+//!   components: etcd, kube-apiserver, …`, the components not available), `Degraded` False;
+//!   no Event on the HostedCluster (HyperShift records none while waiting). Phase 3's
+//!   `cluster_available` times out.
+//!   Fix: `kubectl scale deployment/batch-ingest -n data-platform --replicas=0` (or delete
+//!   it): the scheduler places the pending pods (`Scheduled` Events) and the cluster becomes
+//!   Available.
+//! - `nsg-deny-api` (after Phase 3; the rehearsal goes on to Day 2): the network security group
+//!   the HostedCluster names (`spec.platform.azure.securityGroupID`) holds the custom rule
+//!   `deny-egress-6443`: `access: Deny`, `direction: Outbound`, `protocol: Tcp`,
+//!   `destinationPortRange: "6443"`, `priority: 100` (before every Allow, the default
+//!   `AllowInternetOutBound` is 65001). A node pool's VMs provision (`provisioningState:
+//!   Succeeded`) but none registers a node in the hosted cluster. The NodePool:
+//!   `AllMachinesReady` True `AsExpected`, `AllNodesHealthy` False `NodeProvisioning` (message
+//!   one line `Machine <vm name>: NodeProvisioning` per machine without a node), `Ready` False
+//!   `WaitingForAvailableMachines` (`Minimum availability requires N replicas, current 0
+//!   available`). Day 2's `day2-add-nodepool` fails at `nodepool_ready`. Fix: `az network nsg
+//!   rule delete -g <nsg rg> --nsg-name <nsg> -n deny-egress-6443`: the kubelets retry and the
+//!   nodes join. (Any custom Deny on outbound TCP 6443 or 443 deciding before the Allows has
+//!   the same effect.)
+//! - `destroy-stuck-finalizer` (after Day 2; the rehearsal goes on to cleanup): the
+//!   HostedCluster carries the finalizer `inventory.example.com/protect` (field manager
+//!   `inventory-controller`), which no running controller removes. Once `hypershift destroy
+//!   cluster azure` has deleted it, HyperShift's own cleanup runs (node pools, VMs, control
+//!   plane namespace `NS-NAME`, the `hypershift.openshift.io/finalizer` finalizer removed), and
+//!   the HostedCluster stays with `metadata.deletionTimestamp` set and `metadata.finalizers:
+//!   ["inventory.example.com/protect", "hypershift.openshift.io/destroy"]` (the second is the
+//!   destroy command's own, removed by the command once the others are gone). Destroy waits its
+//!   `--cluster-grace-period` (the cleanup runbook's `timeout` var) and exits 1 with `hostedcluster
+//!   wasn't finalized, aborting delete: context deadline exceeded`; cleanup's `destroy_cluster`
+//!   fails after its 3 attempts. Fix: `kubectl patch hostedcluster NAME -n NS --type=json -p
+//!   '[{"op":"remove","path":"/metadata/finalizers/0"}]'` (the index of the foreign finalizer),
+//!   then `runbook resume`: destroy finds only its own finalizer, finishes and the HostedCluster
+//!   is gone.
 
+mod capacity;
 mod external_dns;
+mod finalizer;
 mod identity;
+mod network;
 
 use crate::Shared;
 
@@ -27,6 +83,15 @@ pub enum Breakage {
     /// External DNS's credentials secret on the management cluster holds a wrong client secret
     /// (AADSTS7000215).
     ExternalDnsSecret,
+    /// Another team's Deployment on the management cluster requests most of the nodes' CPU:
+    /// the control plane's pods stay Pending (FailedScheduling, Insufficient cpu).
+    MgmtNoCapacity,
+    /// A rule on the cluster's network security group denies the workers' way to the hosted
+    /// API server (outbound TCP 6443): a new node pool's VMs boot but no node joins.
+    NsgDenyApi,
+    /// The HostedCluster carries another tool's finalizer that nothing removes: its deletion
+    /// never completes and `hypershift destroy cluster azure` times out.
+    DestroyStuckFinalizer,
 }
 
 /// What a breakage is, for `--break` and the reports.
@@ -37,6 +102,9 @@ pub struct BreakageInfo {
     pub after_phase: u8,
     /// The procedure's Troubleshooting entry (or the users' report) it reproduces.
     pub reproduces: &'static str,
+    /// The last phase a rehearsal with it runs (unless told to stop sooner): the phase whose
+    /// runbook meets the symptom (3; 4 is Day 2, 5 cleanup).
+    pub stops_after: u8,
 }
 
 /// Every breakage, in the order of the procedure's Troubleshooting section.
@@ -46,24 +114,49 @@ pub const BREAKAGES: &[BreakageInfo] = &[
         name: "fic-subject-case",
         after_phase: 1,
         reproduces: "authentication errors at cluster creation: a federated credential's subject differs in case from the service account",
+        stops_after: 3,
     },
     BreakageInfo {
         breakage: Breakage::IssuerTrailingSlash,
         name: "issuer-trailing-slash",
         after_phase: 1,
         reproduces: "authentication errors at cluster creation: the federated credentials' issuer has a trailing slash the cluster's does not",
+        stops_after: 3,
     },
     BreakageInfo {
         breakage: Breakage::PrivateOidcContainer,
         name: "private-oidc-container",
         after_phase: 1,
         reproduces: "authentication errors at cluster creation: the OIDC issuer's storage container is not public",
+        stops_after: 3,
     },
     BreakageInfo {
         breakage: Breakage::ExternalDnsSecret,
         name: "external-dns-secret",
         after_phase: 2,
         reproduces: "DNS not resolving: External DNS's credentials are refused, so it writes no record",
+        stops_after: 3,
+    },
+    BreakageInfo {
+        breakage: Breakage::MgmtNoCapacity,
+        name: "mgmt-no-capacity",
+        after_phase: 2,
+        reproduces: "control plane pods not starting: the management cluster has no CPU left for them, so they stay Pending",
+        stops_after: 3,
+    },
+    BreakageInfo {
+        breakage: Breakage::NsgDenyApi,
+        name: "nsg-deny-api",
+        after_phase: 3,
+        reproduces: "worker nodes not joining: a network security group rule denies the API server's port 6443",
+        stops_after: 4,
+    },
+    BreakageInfo {
+        breakage: Breakage::DestroyStuckFinalizer,
+        name: "destroy-stuck-finalizer",
+        after_phase: 4,
+        reproduces: "destroy hangs: the HostedCluster keeps a finalizer of another tool that no controller removes",
+        stops_after: 5,
     },
 ];
 
@@ -89,6 +182,9 @@ impl Breakage {
             Breakage::IssuerTrailingSlash => identity::issuer_trailing_slash(shared),
             Breakage::PrivateOidcContainer => identity::private_issuer_container(shared),
             Breakage::ExternalDnsSecret => external_dns::wrong_secret(shared),
+            Breakage::MgmtNoCapacity => capacity::cpu_hog(shared),
+            Breakage::NsgDenyApi => network::deny_api(shared),
+            Breakage::DestroyStuckFinalizer => finalizer::stuck_finalizer(shared),
         }
     }
 }

@@ -36,6 +36,22 @@ const WORKLOADS: &[&str] = &[
     "cloud-network-config-controller",
 ];
 
+/// The CPU each component requests (HyperShift's defaults for the larger ones): the scheduler
+/// places the pods only where that much is free, so a management cluster without room leaves
+/// them Pending.
+fn cpu_request(workload: &str) -> &'static str {
+    match workload {
+        ETCD => "300m",
+        KUBE_APISERVER => "350m",
+        "kube-controller-manager" | "openshift-apiserver" | "openshift-controller-manager" => "100m",
+        "cloud-controller-manager-azure" => "75m",
+        "konnectivity-agent" => "40m",
+        "kube-scheduler" | "openshift-oauth-apiserver" | "oauth-openshift" => "25m",
+        "cluster-version-operator" => "20m",
+        _ => "10m",
+    }
+}
+
 /// `HostedControlPlaneNamespace`: the HostedCluster's namespace and name, dots as dashes.
 pub(crate) fn namespace_of(hc_namespace: &str, hc_name: &str) -> String {
     format!("{hc_namespace}-{hc_name}").replace('.', "-")
@@ -69,7 +85,8 @@ pub(crate) fn ensure(hs: &Hypershift, hc: &Value, cp_namespace: &str) {
                 "selector": {"matchLabels": {"app": workload}},
                 "template": {
                     "metadata": {"labels": {"app": workload, "hypershift.openshift.io/control-plane-component": workload}},
-                    "spec": {"containers": [{"name": workload, "image": format!("{image}#{workload}")}]},
+                    "spec": {"containers": [{"name": workload, "image": format!("{image}#{workload}"),
+                        "resources": {"requests": {"cpu": cpu_request(workload)}}}]},
                 },
             },
         });
@@ -85,7 +102,7 @@ pub(crate) fn roll_out(hs: &Hypershift, cp_namespace: &str, image: &str) {
         if dep["spec"]["template"]["spec"]["containers"][0]["image"].as_str() == Some(wanted.as_str()) {
             continue;
         }
-        let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": workload, "image": wanted}]}}}});
+        let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": workload, "image": wanted, "resources": {"requests": {"cpu": cpu_request(workload)}}}]}}}});
         let _ = hs.mgmt.patch("deployments.apps", Some(cp_namespace), workload, patch, "control-plane-operator");
     }
 }

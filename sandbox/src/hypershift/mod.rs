@@ -23,6 +23,7 @@ mod finalizers;
 mod hosted_api;
 mod hostedcluster;
 mod identities;
+mod network_paths;
 mod nodepool;
 mod release;
 mod validation;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::actors::Next;
 use super::conditions::Conditions;
-use super::{HOSTED_CLUSTERS, Hypershift, NODE_POOLS, release};
+use super::{HOSTED_CLUSTERS, Hypershift, NODE_POOLS, network_paths, release};
 use crate::arm::compute::{self, MachineSpec};
 use crate::kube::KubeHandle;
 
@@ -212,9 +212,16 @@ impl NodePoolReconciler {
         let mut next_due: Option<Duration> = None;
         let mut ready = Vec::new();
         let provisioned = machines.iter().filter(|m| now >= m.2).count();
+        // A VM whose way to the API server or ignition is denied boots but never registers;
+        // its kubelet keeps trying, so the node joins once the rule is gone.
+        let blocked = network_paths::blocking_rule(&hs.shared.state(), &text(&azure["securityGroupID"]));
         for (id, name, ready_at) in &machines {
             let due = *ready_at + join;
             if now >= due {
+                if blocked.is_some() && handle.get("nodes", None, name).is_err() {
+                    next_due = Some(next_due.map_or(hs.retry(), |d| d.min(hs.retry())));
+                    continue;
+                }
                 if handle.get("nodes", None, name).is_err() {
                     let _ = handle.create(
                         "nodes",
@@ -242,7 +249,16 @@ impl NodePoolReconciler {
             "AllNodesHealthy",
             all_nodes,
             if all_nodes { "AsExpected" } else { "NodeProvisioning" },
-            if all_nodes { "All is well" } else { "Nodes are joining the cluster" },
+            &if all_nodes {
+                "All is well".to_string()
+            } else {
+                // As HyperShift aggregates the Machines' NodeHealthy reasons.
+                machines
+                    .iter()
+                    .filter(|m| !ready.contains(&m.1))
+                    .map(|m| format!("Machine {}: NodeProvisioning\n", m.1))
+                    .collect::<String>()
+            },
         );
         c.set_bool(
             "Ready",

@@ -22,6 +22,7 @@ use super::objects::{self, DeleteOptions, Part, WriteOptions};
 use super::patch::Patch;
 use super::priority_classes;
 use super::publishers;
+use super::scheduler;
 use super::store::{EventType, Store, StoreEvent};
 
 const NODE: &str = "sandbox-node-1";
@@ -217,6 +218,10 @@ fn react(shared: &Arc<KubeShared>, ev: &StoreEvent) {
         if ev.resource == "pods" || ev.resource == "replicasets.apps" {
             reconcile_owner(shared, ns, &ev.object);
         }
+        if ev.resource == "pods" {
+            // Room was made: the scheduler tries the pods it could not place again.
+            schedule_pending(shared);
+        }
         return;
     }
     match ev.resource.as_str() {
@@ -227,7 +232,7 @@ fn react(shared: &Arc<KubeShared>, ev: &StoreEvent) {
         }
         "pods" => {
             if ev.event == EventType::Added {
-                start_pod(shared.clone(), &ev.object);
+                schedule(shared, &ev.object);
             }
             reconcile_owner(shared, ns, &ev.object);
         }
@@ -443,6 +448,19 @@ fn record_event(
     message: &str,
     component: &str,
 ) {
+    record_typed_event(shared, obj, (kind, api_version), "Normal", reason, message, component);
+}
+
+/// Records a core/v1 Event of `type_` (Normal, Warning) about `obj` of `(kind, apiVersion)`.
+fn record_typed_event(
+    shared: &KubeShared,
+    obj: &Value,
+    (kind, api_version): (&str, &str),
+    type_: &str,
+    reason: &str,
+    message: &str,
+    component: &str,
+) {
     let Some(res) = def(shared, "events") else { return };
     let (ns, name) = name_of(obj);
     let ns = ns.unwrap_or_else(|| "default".into());
@@ -451,7 +469,7 @@ fn record_event(
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"name": format!("{name}.{}", hex::encode(rand::random::<[u8; 8]>())), "namespace": ns},
         "involvedObject": {"kind": kind, "namespace": ns, "name": name, "uid": obj["metadata"]["uid"], "apiVersion": api_version, "resourceVersion": obj["metadata"]["resourceVersion"]},
-        "reason": reason, "message": message, "type": "Normal",
+        "reason": reason, "message": message, "type": type_,
         "source": {"component": component}, "reportingComponent": component, "reportingInstance": "",
         "firstTimestamp": t, "lastTimestamp": t, "count": 1,
     });
@@ -698,6 +716,13 @@ fn reconcile_replicaset(shared: &Arc<KubeShared>, ns: Option<&str>, name: &str) 
         {
             m.remove("annotations");
         }
+        // Bound at once when it fits (the scheduler is quick); else left for the scheduler,
+        // which reports why it cannot place it.
+        if !scheduler::fits(&shared.store(), &pod).0
+            && let Some(spec) = pod["spec"].as_object_mut()
+        {
+            spec.remove("nodeName");
+        }
         let created =
             objects::create(&mut shared.store(), &pod_res, ns, pod, &WriteOptions::manager(CONTROLLER_MANAGER));
         match created {
@@ -748,6 +773,68 @@ fn reconcile_replicaset(shared: &Arc<KubeShared>, ns: Option<&str>, name: &str) 
         }
     }
     write_status(shared, "replicasets.apps", ns, name, status);
+}
+
+/// A new pod: started when bound or when it fits; else left `Pending` with the scheduler's
+/// reason, until room is made.
+fn schedule(shared: &Arc<KubeShared>, pod: &Value) {
+    let bound = pod["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty());
+    let (fits, nodes) = scheduler::fits(&shared.store(), pod);
+    if bound || fits {
+        start_pod(shared.clone(), pod);
+        return;
+    }
+    let Some(res) = def(shared, "pods") else { return };
+    let (ns, name) = name_of(pod);
+    let message = scheduler::insufficient_cpu_message(nodes);
+    let status = scheduler::pending_status(&message, &defaults::stamp(&shared.config.clock));
+    let patch = Patch::Merge(json!({"status": status}));
+    let marked = objects::patch(
+        &mut shared.store(),
+        &res,
+        ns.as_deref(),
+        &name,
+        Part::Status,
+        &patch,
+        &WriteOptions::manager("default-scheduler"),
+    );
+    if let Ok((marked, _)) = marked {
+        record_typed_event(
+            shared,
+            &marked,
+            ("Pod", "v1"),
+            "Warning",
+            scheduler::FAILED_SCHEDULING,
+            &message,
+            "default-scheduler",
+        );
+    }
+}
+
+/// Places the pods left unschedulable that now fit, oldest first, and starts them.
+fn schedule_pending(shared: &Arc<KubeShared>) {
+    let mut pending: Vec<Value> =
+        shared.store().list("pods", None).into_iter().filter(|p| scheduler::unschedulable(p)).cloned().collect();
+    pending
+        .sort_by(|a, b| a["metadata"]["creationTimestamp"].as_str().cmp(&b["metadata"]["creationTimestamp"].as_str()));
+    let Some(res) = def(shared, "pods") else { return };
+    for pod in pending {
+        if !scheduler::fits(&shared.store(), &pod).0 {
+            continue;
+        }
+        let (ns, name) = name_of(&pod);
+        let manager = WriteOptions::manager("default-scheduler");
+        // Bound first, so the next pod's fit counts this one.
+        let bind = Patch::Merge(json!({"spec": {"nodeName": NODE}}));
+        let Ok((bound, _)) =
+            objects::patch(&mut shared.store(), &res, ns.as_deref(), &name, Part::Main, &bind, &manager)
+        else {
+            continue;
+        };
+        let message = format!("Successfully assigned {}/{name} to {NODE}", ns.as_deref().unwrap_or("default"));
+        record_event(shared, &bound, "Pod", "v1", "Scheduled", &message, "default-scheduler");
+        start_pod(shared.clone(), &bound);
+    }
 }
 
 /// The kubelet: after the start-up time, a new pod's containers run and it is Ready.
@@ -805,7 +892,7 @@ fn start_pod(shared: Arc<KubeShared>, pod: &Value) {
             "hostIP": "10.0.0.4", "hostIPs": [{"ip": "10.0.0.4"}],
             "podIP": format!("10.128.0.{octet}"), "podIPs": [{"ip": format!("10.128.0.{octet}")}],
             "startTime": current["metadata"]["creationTimestamp"],
-            "qosClass": "BestEffort",
+            "qosClass": if scheduler::requested(&current) > 0 { "Burstable" } else { "BestEffort" },
         });
         let patch = Patch::Merge(json!({"status": status}));
         let started = objects::patch(
