@@ -82,6 +82,18 @@ impl Broken {
         Run::from(out)
     }
 
+    /// Another program (kubectl, az) with the sandbox's settings, in the same directory.
+    fn program(&self, program: &std::path::Path, args: &[&str]) -> Run {
+        let out = std::process::Command::new(program)
+            .args(args)
+            .current_dir(&self.dir)
+            .envs(&self.settings)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
+        Run::from(out)
+    }
+
     fn diagnose(&self) -> (Run, Value) {
         let [a, b] = &self.journals;
         let run = self.runbook(&[
@@ -104,6 +116,14 @@ impl Broken {
             .cloned()
             .unwrap_or_default()
     }
+}
+
+/// The pinned Azure CLI (tests/az/install.sh); a missing install fails the test with what to run.
+fn az_bin() -> PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root");
+    let az = root.join(".venv/azure-cli/bin/az");
+    assert!(az.is_file(), "the Azure CLI is not installed at {}: run `bash tests/az/install.sh`", az.display());
+    az
 }
 
 /// A fix command as `diagnose` prints it, split into its words (single quotes group).
@@ -153,9 +173,31 @@ fn diagnosed_and_fixed(breakage: &str, cause: &str, field: &str) {
 
     for command in causes[0]["fix"]["commands"].as_array().expect("fix commands") {
         let argv = words(command.as_str().unwrap());
-        assert_eq!(argv[0], "runbook", "{command}");
         let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-        let fixed = broken.runbook(&args);
+        let fixed = match argv[0].as_str() {
+            "runbook" => broken.runbook(&args),
+            "kubectl" => broken.program(std::path::Path::new(crate::support::KUBECTL), &args),
+            "az" => {
+                let az = az_bin();
+                let s = &broken.settings;
+                let login = broken.program(
+                    &az,
+                    &[
+                        "login",
+                        "--service-principal",
+                        "--username",
+                        &s["AZURE_CLIENT_ID"],
+                        "--password",
+                        &s["AZURE_CLIENT_SECRET"],
+                        "--tenant",
+                        &s["AZURE_TENANT_ID"],
+                    ],
+                );
+                assert_eq!(login.code, 0, "az login: {}", login.all());
+                broken.program(&az, &args)
+            }
+            other => panic!("a fix runs `{other}`, which this test does not know: {command}"),
+        };
         assert_eq!(fixed.code, 0, "{command}: {}", fixed.all());
     }
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -192,6 +234,21 @@ fn a_private_oidc_container() {
 #[test]
 fn external_dns_credentials_refused() {
     diagnosed_and_fixed("external-dns-secret", "external-dns-credentials-refused", "events (Warning)");
+}
+
+#[test]
+fn control_plane_pods_without_room_on_the_management_cluster() {
+    diagnosed_and_fixed("mgmt-no-capacity", "management-cluster-capacity", "status.conditions[PodScheduled]");
+}
+
+#[test]
+fn an_nsg_rule_denying_the_api_port_to_the_nodes() {
+    diagnosed_and_fixed("nsg-deny-api", "nsg-denies-required-port", "Outbound TCP 6443");
+}
+
+#[test]
+fn a_deletion_held_by_a_foreign_finalizer() {
+    diagnosed_and_fixed("destroy-stuck-finalizer", "deletion-blocked-by-finalizer", "metadata.finalizers");
 }
 
 /// A healthy rehearsal: `diagnose` finds nothing, reads everything, writes nothing.

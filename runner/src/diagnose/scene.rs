@@ -16,6 +16,7 @@ const HYPERSHIFT_API: &str = "hypershift.openshift.io/v1beta1";
 /// The HyperShift operator's namespace, where `hypershift install` puts external-dns too.
 pub const OPERATOR_NAMESPACE: &str = "hypershift";
 const IDENTITY_API_VERSION: &str = "2023-01-31";
+const NETWORK_API_VERSION: &str = "2024-05-01";
 
 /// An ARM object as read now.
 #[derive(Clone, Debug)]
@@ -73,8 +74,10 @@ pub struct ProgramRun {
 pub struct Scene {
     pub clusters: Vec<Value>,
     pub node_pools: Vec<Value>,
-    /// Pods of the control-plane namespaces and of the operator's namespace.
+    /// Every pod of the management cluster (control planes, the operator, other workloads:
+    /// what competes for room).
     pub pods: Vec<Value>,
+    pub nodes: Vec<Value>,
     /// Events of the clusters', control-plane and operator namespaces.
     pub events: Vec<Value>,
     pub identities: Vec<Identity>,
@@ -178,13 +181,25 @@ async fn read_cluster(readers: &Readers, ledger: &Ledger, scene: &mut Scene) {
     match reader.list(HYPERSHIFT_API, "HostedCluster", None).await {
         Ok(all) => {
             scene.cluster_read = true;
-            scene.clusters =
-                all.into_iter().filter(|c| journaled.is_empty() || journaled.contains(&name_of(c))).collect();
+            // A cluster being deleted stays of interest: its deletion may be what is stuck.
+            let deleting = |c: &Value| c["metadata"].get("deletionTimestamp").is_some_and(|t| !t.is_null());
+            scene.clusters = all
+                .into_iter()
+                .filter(|c| journaled.is_empty() || journaled.contains(&name_of(c)) || deleting(c))
+                .collect();
         }
         Err(error) => {
             unchecked(scene, "HostedClusters", &error.message);
             return;
         }
+    }
+    match reader.list("v1", "Pod", None).await {
+        Ok(pods) => scene.pods = pods,
+        Err(error) => unchecked(scene, "pods", &error.message),
+    }
+    match reader.list("v1", "Node", None).await {
+        Ok(nodes) => scene.nodes = nodes,
+        Err(error) => unchecked(scene, "nodes", &error.message),
     }
     let mut namespaces: Vec<String> = vec![OPERATOR_NAMESPACE.to_string()];
     for cluster in &scene.clusters {
@@ -197,10 +212,6 @@ async fn read_cluster(readers: &Readers, ledger: &Ledger, scene: &mut Scene) {
         match reader.list(HYPERSHIFT_API, "NodePool", Some(namespace)).await {
             Ok(pools) => scene.node_pools.extend(pools),
             Err(error) => unchecked(scene, &format!("NodePools in {namespace}"), &error.message),
-        }
-        match reader.list("v1", "Pod", Some(namespace)).await {
-            Ok(pods) => scene.pods.extend(pods),
-            Err(error) => unchecked(scene, &format!("pods in {namespace}"), &error.message),
         }
         match reader.list("v1", "Event", Some(namespace)).await {
             Ok(events) => scene.events.extend(events),
@@ -220,7 +231,7 @@ fn is_network_security_group(key: &str) -> bool {
 }
 
 async fn read_azure(readers: &Readers, ledger: &Ledger, scene: &mut Scene) {
-    let arm_objects: Vec<(String, String, String)> = ledger
+    let mut arm_objects: Vec<(String, String, String)> = ledger
         .objects()
         .iter()
         .filter_map(|o| match &o.check {
@@ -228,6 +239,15 @@ async fn read_azure(readers: &Readers, ledger: &Ledger, scene: &mut Scene) {
             _ => None,
         })
         .collect();
+    // The network security group each cluster's nodes use, made by whoever made it.
+    for cluster in &scene.clusters {
+        if let Some(id) = cluster["spec"]["platform"]["azure"]["securityGroupID"].as_str() {
+            let key = id.to_ascii_lowercase();
+            if !arm_objects.iter().any(|(k, ..)| *k == key) {
+                arm_objects.push((key, id.to_string(), NETWORK_API_VERSION.to_string()));
+            }
+        }
+    }
     if arm_objects.is_empty() {
         return;
     }

@@ -30,13 +30,13 @@ fn described(condition: Option<&Value>, wanted: &str) -> String {
     }
 }
 
-pub fn report(scene: &Scene, diagnosis: &mut Diagnosis, explained: &[(String, String)]) {
+pub fn report(scene: &Scene, diagnosis: &mut Diagnosis, explained: &[String]) {
     for cluster in &scene.clusters {
         let who = name(cluster);
         let available = condition(cluster, "Available");
         if available.is_some_and(|c| c["status"] == "True") {
             diagnosis.healthy.push(format!("HostedCluster {who} is Available"));
-        } else if !explained.iter().any(|(c, _)| *c == who) {
+        } else if !explained.contains(&format!("HostedCluster {who}")) {
             diagnosis
                 .symptoms
                 .push(Symptom { object: format!("HostedCluster {who}"), what: described(available, "Available") });
@@ -55,7 +55,7 @@ pub fn report(scene: &Scene, diagnosis: &mut Diagnosis, explained: &[(String, St
             pool["metadata"]["namespace"].as_str().unwrap_or_default(),
             pool["spec"]["clusterName"].as_str().unwrap_or_default()
         );
-        if !explained.iter().any(|(c, _)| *c == cluster) {
+        if !explained.contains(&format!("HostedCluster {cluster}")) && !explained.contains(&format!("NodePool {who}")) {
             diagnosis.symptoms.push(Symptom { object: format!("NodePool {who}"), what: described(ready, "Ready") });
         }
     }

@@ -49,9 +49,8 @@ fn cluster_name(cluster: &Value) -> String {
     )
 }
 
-/// Finds the causes; returns the (cluster, condition type) pairs it explained.
-pub fn find(scene: &Scene, diagnosis: &mut Diagnosis) -> Vec<(String, String)> {
-    let mut explained = Vec::new();
+/// Finds the causes; adds the clusters it explained to `explained` (`HostedCluster NS/NAME`).
+pub fn find(scene: &Scene, diagnosis: &mut Diagnosis, explained: &mut Vec<String>) {
     for cluster in &scene.clusters {
         let issuer = cluster["spec"]["issuerURL"].as_str().unwrap_or_default();
         let conditions = cluster["status"]["conditions"].as_array().cloned().unwrap_or_default();
@@ -64,7 +63,7 @@ pub fn find(scene: &Scene, diagnosis: &mut Diagnosis) -> Vec<(String, String)> {
             seen.push(failure.clone());
             let report = Report { cluster: cluster_name(cluster), condition, failure };
             if let Some(cause) = explain(scene, &report, issuer) {
-                explained.push((report.cluster.clone(), condition["type"].as_str().unwrap_or_default().to_string()));
+                explained.push(format!("HostedCluster {}", report.cluster));
                 if !diagnosis.causes.iter().any(|c| c.id == cause.id && c.title == cause.title) {
                     diagnosis.causes.push(cause);
                 }
@@ -85,7 +84,6 @@ pub fn find(scene: &Scene, diagnosis: &mut Diagnosis) -> Vec<(String, String)> {
             diagnosis.healthy.push(format!("the issuer {}: its discovery document reads anonymously", issuer.url));
         }
     }
-    explained
 }
 
 fn explain(scene: &Scene, report: &Report, issuer: &str) -> Option<Cause> {

@@ -2,10 +2,13 @@
 //! starts from a symptom the scene shows (a condition, a pod's state, an Event) and looks for the
 //! evidence that explains it; a symptom no rule explains is reported as seen.
 
+mod cleanup;
 mod cluster;
+mod control_plane;
 mod external_dns;
 mod fix;
 mod identity;
+mod workers;
 
 use super::{Diagnosis, Scene};
 
@@ -14,10 +17,16 @@ pub const AUTHENTICATION: &str = "Cluster Creation Fails with Authentication Err
 pub const CONTROL_PLANE: &str = "Control Plane Pods Not Starting";
 pub const WORKERS: &str = "Worker Nodes Not Joining Cluster";
 pub const DNS: &str = "DNS Resolution Issues";
+/// Not in the procedure's list: users' reports of `hypershift destroy` hanging.
+pub const DELETION: &str = "Deleting a hosted cluster hangs (users' reports)";
 
 /// Every rule, then what is still unhealthy and unexplained, then what is healthy.
 pub fn find_all(scene: &Scene, diagnosis: &mut Diagnosis) {
-    let explained = identity::find(scene, diagnosis);
+    let mut explained = Vec::new();
+    identity::find(scene, diagnosis, &mut explained);
+    control_plane::find(scene, diagnosis, &mut explained);
+    workers::find(scene, diagnosis, &mut explained);
+    cleanup::find(scene, diagnosis, &mut explained);
     external_dns::find(scene, diagnosis);
     cluster::report(scene, diagnosis, &explained);
 }
