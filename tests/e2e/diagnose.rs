@@ -126,6 +126,16 @@ fn az_bin() -> PathBuf {
     az
 }
 
+/// The write requests among those answered after the first `before`: anything but a read,
+/// except Entra's token endpoint (signing in writes nothing).
+fn writes_after(requests: &[Value], before: usize) -> Vec<Value> {
+    requests[before..]
+        .iter()
+        .filter(|r| r["service"] != "entra" && !matches!(r["method"].as_str(), Some("GET" | "HEAD")))
+        .cloned()
+        .collect()
+}
+
 /// A fix command as `diagnose` prints it, split into its words (single quotes group).
 fn words(command: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -160,11 +170,7 @@ fn diagnosed_and_fixed(breakage: &str, cause: &str, field: &str) {
     let before = broken.requests().len();
     let (run, found) = broken.diagnose();
     assert_eq!(run.code, 8, "{}", run.all());
-    let writes: Vec<Value> = broken.requests()[before..]
-        .iter()
-        .filter(|r| r["service"] != "entra" && !matches!(r["method"].as_str(), Some("GET" | "HEAD")))
-        .cloned()
-        .collect();
+    let writes = writes_after(&broken.requests(), before);
     assert!(writes.is_empty(), "diagnose wrote: {writes:?}");
     let causes = found["diagnosis"]["causes"].as_array().expect("causes");
     assert_eq!(causes.len(), 1, "{found:#}");
@@ -269,11 +275,7 @@ fn a_healthy_deployment() {
     assert_eq!(run.code, 0, "{}", run.all());
     assert!(run.stdout.contains("HostedCluster clusters/") && run.stdout.contains("is Available"), "{}", run.all());
     assert!(run.stdout.contains("healthy: nothing wrong found"), "{}", run.all());
-    let writes: Vec<Value> = rehearsed.sandbox.requests()[before..]
-        .iter()
-        .filter(|r| r["service"] != "entra" && !matches!(r["method"].as_str(), Some("GET" | "HEAD")))
-        .cloned()
-        .collect();
+    let writes = writes_after(&rehearsed.sandbox.requests(), before);
     assert!(writes.is_empty(), "diagnose wrote: {writes:?}");
 }
 

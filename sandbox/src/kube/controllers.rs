@@ -486,17 +486,24 @@ fn condition(previous: &Value, now: &str, type_: &str, status: bool, reason: &st
 }
 
 fn write_status(shared: &KubeShared, resource: &str, ns: Option<&str>, name: &str, status: Value) {
-    let Some(res) = def(shared, resource) else { return };
+    write_status_as(shared, resource, ns, name, status, CONTROLLER_MANAGER);
+}
+
+/// A merge patch of the object's status by `manager` (the scheduler, a kubelet); the object as
+/// written, or None when it is gone.
+fn write_status_as(
+    shared: &KubeShared,
+    resource: &str,
+    ns: Option<&str>,
+    name: &str,
+    status: Value,
+    manager: &str,
+) -> Option<Value> {
+    let res = def(shared, resource)?;
     let patch = Patch::Merge(json!({"status": status}));
-    let _ = objects::patch(
-        &mut shared.store(),
-        &res,
-        ns,
-        name,
-        Part::Status,
-        &patch,
-        &WriteOptions::manager(CONTROLLER_MANAGER),
-    );
+    objects::patch(&mut shared.store(), &res, ns, name, Part::Status, &patch, &WriteOptions::manager(manager))
+        .ok()
+        .map(|(written, _)| written)
 }
 
 fn owned_by(shared: &KubeShared, resource: &str, ns: Option<&str>, owner_uid: &Value) -> Vec<Value> {
@@ -784,21 +791,10 @@ fn schedule(shared: &Arc<KubeShared>, pod: &Value) {
         start_pod(shared.clone(), pod);
         return;
     }
-    let Some(res) = def(shared, "pods") else { return };
     let (ns, name) = name_of(pod);
     let message = scheduler::insufficient_cpu_message(nodes);
     let status = scheduler::pending_status(&message, &defaults::stamp(&shared.config.clock));
-    let patch = Patch::Merge(json!({"status": status}));
-    let marked = objects::patch(
-        &mut shared.store(),
-        &res,
-        ns.as_deref(),
-        &name,
-        Part::Status,
-        &patch,
-        &WriteOptions::manager("default-scheduler"),
-    );
-    if let Ok((marked, _)) = marked {
+    if let Some(marked) = write_status_as(shared, "pods", ns.as_deref(), &name, status, "default-scheduler") {
         record_typed_event(
             shared,
             &marked,
@@ -894,17 +890,7 @@ fn start_pod(shared: Arc<KubeShared>, pod: &Value) {
             "startTime": current["metadata"]["creationTimestamp"],
             "qosClass": if scheduler::requested(&current) > 0 { "Burstable" } else { "BestEffort" },
         });
-        let patch = Patch::Merge(json!({"status": status}));
-        let started = objects::patch(
-            &mut shared.store(),
-            &res,
-            ns.as_deref(),
-            &name,
-            Part::Status,
-            &patch,
-            &WriteOptions::manager("kubelet"),
-        );
-        if let Ok((started, _)) = started {
+        if let Some(started) = write_status_as(&shared, "pods", ns.as_deref(), &name, status, "kubelet") {
             record_event(&shared, &started, "Pod", "v1", "Started", "Started container", "kubelet");
         }
     });
