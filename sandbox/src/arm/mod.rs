@@ -19,6 +19,7 @@ mod providers;
 mod public_ips;
 mod resource_groups;
 mod resource_listing;
+mod resource_types;
 mod role_definitions;
 mod roles;
 pub(crate) mod storage;
@@ -35,6 +36,7 @@ use crate::state::Resource;
 use crate::wire::{Reply, Req};
 use api_versions::ResourceType;
 use errors::arm_error;
+use resource_types::Handler;
 
 /// What a resource provider handler needs about the request.
 pub(crate) struct Ctx<'a> {
@@ -248,35 +250,31 @@ async fn route(ctx: &Ctx<'_>, segs: &[String]) -> Reply {
         }
         [p, ns, ty] if eq(p, "providers") => list_in_subscription(ctx, ns, ty),
         [rgs, rg, p, ns, ty, tail @ ..] if eq(rgs, "resourcegroups") && eq(p, "providers") => {
-            if eq(ns, "Microsoft.ManagedIdentity") && eq(ty, "userAssignedIdentities") {
-                identities::handle(ctx, rg, tail).await
-            } else if eq(ns, "Microsoft.Storage") && eq(ty, "storageAccounts") {
-                storage::handle(ctx, rg, tail).await
-            } else if eq(ns, "Microsoft.Network") && eq(ty, "dnsZones") {
-                dns::handle(ctx, rg, tail).await
-            } else if eq(ns, "Microsoft.Network") && eq(ty, "dnsOperationStatuses") {
-                lro::dns_status(ctx, tail.first().copied().unwrap_or_default())
-            } else if eq(ns, "Microsoft.Network") && eq(ty, "dnsOperationResults") {
-                lro::dns_result(ctx, tail.first().copied().unwrap_or_default())
-            } else if eq(ns, "Microsoft.Network") && (eq(ty, "networkSecurityGroups") || eq(ty, "virtualNetworks")) {
-                network::handle(ctx, rg, ty, tail).await
-            } else if eq(ns, "Microsoft.Network") && eq(ty, "publicIPAddresses") {
-                public_ips::handle(ctx, rg, tail).await
-            } else if eq(ns, "Microsoft.Network") && eq(ty, "loadBalancers") {
-                load_balancers::handle(ctx, rg, tail).await
-            } else if eq(ns, "Microsoft.Network") && eq(ty, "privateDnsZones") {
-                private_dns::handle(ctx, rg, tail).await
-            } else if eq(ns, "Microsoft.Network") && eq(ty, "privateDnsOperationStatuses") {
-                lro::private_dns_status(ctx, tail.first().copied().unwrap_or_default())
-            } else if eq(ns, "Microsoft.Network") && eq(ty, "privateDnsOperationResults") {
-                lro::private_dns_result(ctx, tail.first().copied().unwrap_or_default())
-            } else if compute::kind_of(ns, ty).is_some() {
-                compute::handle(ctx, rg, ns, ty, tail)
-            } else {
-                not_modelled(ctx)
+            match resource_types::find(ns, ty) {
+                Some(provider) => serve(ctx, provider.handler, rg, ns, ty, tail).await,
+                None => not_modelled(ctx),
             }
         }
         _ => not_modelled(ctx),
+    }
+}
+
+/// A resource group's resource of a type the table ([`resource_types`]) names, to its handler.
+async fn serve(ctx: &Ctx<'_>, handler: Handler, rg: &str, ns: &str, ty: &str, tail: &[&str]) -> Reply {
+    let operation = || tail.first().copied().unwrap_or_default();
+    match handler {
+        Handler::Identities => identities::handle(ctx, rg, tail).await,
+        Handler::StorageAccounts => storage::handle(ctx, rg, tail).await,
+        Handler::DnsZones => dns::handle(ctx, rg, tail).await,
+        Handler::DnsOperationStatuses => lro::dns_status(ctx, operation()),
+        Handler::DnsOperationResults => lro::dns_result(ctx, operation()),
+        Handler::Network => network::handle(ctx, rg, ty, tail).await,
+        Handler::PublicIpAddresses => public_ips::handle(ctx, rg, tail).await,
+        Handler::LoadBalancers => load_balancers::handle(ctx, rg, tail).await,
+        Handler::PrivateDnsZones => private_dns::handle(ctx, rg, tail).await,
+        Handler::PrivateDnsOperationStatuses => lro::private_dns_status(ctx, operation()),
+        Handler::PrivateDnsOperationResults => lro::private_dns_result(ctx, operation()),
+        Handler::Compute => compute::handle(ctx, rg, ns, ty, tail),
     }
 }
 
@@ -302,20 +300,7 @@ fn list_in_subscription(ctx: &Ctx<'_>, ns: &str, ty: &str) -> Reply {
     if ctx.req.method != Method::GET {
         return errors::method_not_allowed(&ctx.req.method);
     }
-    let kind = match (ns.to_ascii_lowercase().as_str(), ty.to_ascii_lowercase().as_str()) {
-        ("microsoft.managedidentity", "userassignedidentities") => crate::state::Kind::Identity,
-        ("microsoft.storage", "storageaccounts") => crate::state::Kind::StorageAccount,
-        ("microsoft.network", "dnszones") => crate::state::Kind::DnsZone,
-        ("microsoft.network", "networksecuritygroups") => crate::state::Kind::NetworkSecurityGroup,
-        ("microsoft.network", "virtualnetworks") => crate::state::Kind::VirtualNetwork,
-        ("microsoft.network", "publicipaddresses") => crate::state::Kind::PublicIpAddress,
-        ("microsoft.network", "loadbalancers") => crate::state::Kind::LoadBalancer,
-        ("microsoft.network", "privatednszones") => crate::state::Kind::PrivateDnsZone,
-        _ => match compute::kind_of(ns, ty) {
-            Some(kind) => kind,
-            None => return not_modelled(ctx),
-        },
-    };
+    let Some(kind) = resource_types::find(ns, ty).and_then(|p| p.listed_as) else { return not_modelled(ctx) };
     let now = ctx.shared.now();
     let state = ctx.shared.state();
     let value: Vec<serde_json::Value> =
