@@ -129,6 +129,22 @@ impl Scene {
     }
 }
 
+/// `namespace/name` of a Kubernetes object, as kubectl names it.
+pub fn qualified_name(object: &Value) -> String {
+    let (namespace, name) = name_of(object);
+    format!("{namespace}/{name}")
+}
+
+/// The object's status condition of `kind`.
+pub fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
+    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind)
+}
+
+/// Whether the object's condition `kind` is True.
+pub fn is_true(object: &Value, kind: &str) -> bool {
+    condition(object, kind).is_some_and(|c| c["status"] == "True")
+}
+
 fn name_of(object: &Value) -> (String, String) {
     (
         object["metadata"]["namespace"].as_str().unwrap_or_default().to_string(),

@@ -4,19 +4,8 @@
 
 use serde_json::Value;
 
+use crate::diagnose::scene::{condition, qualified_name as name};
 use crate::diagnose::{Diagnosis, Scene, Symptom};
-
-fn condition<'a>(object: &'a Value, kind: &str) -> Option<&'a Value> {
-    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == kind)
-}
-
-fn name(object: &Value) -> String {
-    format!(
-        "{}/{}",
-        object["metadata"]["namespace"].as_str().unwrap_or_default(),
-        object["metadata"]["name"].as_str().unwrap_or_default()
-    )
-}
 
 fn described(condition: Option<&Value>, wanted: &str) -> String {
     match condition {

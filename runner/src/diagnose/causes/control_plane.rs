@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::{CONTROL_PLANE, fix};
+use crate::diagnose::scene::qualified_name;
 use crate::diagnose::{Cause, Diagnosis, Evidence, Fix, Scene};
 
 /// Kubernetes CPU quantities in millicores: `250m`, `2`, `1.5`.
@@ -69,11 +70,7 @@ pub fn find(scene: &Scene, diagnosis: &mut Diagnosis, explained: &mut Vec<String
             .filter_map(|p| unschedulable(p).map(|m| (p, m)))
             .collect();
         let Some((first, message)) = pending.first() else { continue };
-        let who = format!(
-            "{}/{}",
-            cluster["metadata"]["namespace"].as_str().unwrap_or_default(),
-            cluster["metadata"]["name"].as_str().unwrap_or_default()
-        );
+        let who = qualified_name(cluster);
         let short: Vec<&str> =
             message.split("Insufficient ").skip(1).filter_map(|rest| rest.split(['.', ',']).next()).collect();
         let mut evidence = vec![

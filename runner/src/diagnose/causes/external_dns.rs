@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::DNS;
 use super::fix;
-use crate::diagnose::scene::OPERATOR_NAMESPACE;
+use crate::diagnose::scene::{OPERATOR_NAMESPACE, is_true};
 use crate::diagnose::{Cause, Diagnosis, Evidence, Fix, Scene, aadsts};
 
 const DEPLOYMENT: &str = "external-dns";
@@ -24,17 +24,11 @@ fn waiting_reason(pod: &Value) -> Option<&str> {
     pod["status"]["containerStatuses"].as_array()?.iter().find_map(|s| s["state"]["waiting"]["reason"].as_str())
 }
 
-fn ready(pod: &Value) -> bool {
-    pod["status"]["conditions"]
-        .as_array()
-        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
-}
-
 pub fn find(scene: &Scene, diagnosis: &mut Diagnosis) {
     let pods: Vec<&Value> = scene.pods.iter().filter(|p| is_external_dns(p)).collect();
     for pod in &pods {
         let name = pod["metadata"]["name"].as_str().unwrap_or_default();
-        if ready(pod) {
+        if is_true(pod, "Ready") {
             diagnosis.healthy.push(format!("external-dns pod {OPERATOR_NAMESPACE}/{name} is Ready"));
             continue;
         }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::AUTHENTICATION;
 use super::fix;
 use crate::diagnose::aadsts::{self, SignInFailure};
-use crate::diagnose::scene::Identity;
+use crate::diagnose::scene::{Identity, qualified_name};
 use crate::diagnose::{Cause, Diagnosis, Evidence, Fix, Scene};
 
 /// AADSTS codes of a federated exchange Entra refused for the credentials it holds.
@@ -41,14 +41,6 @@ impl Report<'_> {
     }
 }
 
-fn cluster_name(cluster: &Value) -> String {
-    format!(
-        "{}/{}",
-        cluster["metadata"]["namespace"].as_str().unwrap_or_default(),
-        cluster["metadata"]["name"].as_str().unwrap_or_default()
-    )
-}
-
 /// Finds the causes; adds the clusters it explained to `explained` (`HostedCluster NS/NAME`).
 pub fn find(scene: &Scene, diagnosis: &mut Diagnosis, explained: &mut Vec<String>) {
     for cluster in &scene.clusters {
@@ -61,7 +53,7 @@ pub fn find(scene: &Scene, diagnosis: &mut Diagnosis, explained: &mut Vec<String
                 continue;
             }
             seen.push(failure.clone());
-            let report = Report { cluster: cluster_name(cluster), condition, failure };
+            let report = Report { cluster: qualified_name(cluster), condition, failure };
             if let Some(cause) = explain(scene, &report, issuer) {
                 explained.push(format!("HostedCluster {}", report.cluster));
                 if !diagnosis.causes.iter().any(|c| c.id == cause.id && c.title == cause.title) {

@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use super::{WORKERS, fix};
+use crate::diagnose::scene::{condition, is_true, qualified_name};
 use crate::diagnose::{Cause, Diagnosis, Evidence, Fix, Scene};
 
 /// The ports the procedure says the nodes need.
@@ -54,12 +55,6 @@ fn denying_rules(nsg: &Value) -> Vec<(&Value, &'static str, u16)> {
     found
 }
 
-fn ready(pool: &Value) -> bool {
-    pool["status"]["conditions"]
-        .as_array()
-        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
-}
-
 /// `-g RG --nsg-name NSG` from an NSG's id.
 fn group_and_name(id: &str) -> Option<(&str, &str)> {
     let segments: Vec<&str> = id.split('/').collect();
@@ -69,7 +64,7 @@ fn group_and_name(id: &str) -> Option<(&str, &str)> {
 }
 
 pub fn find(scene: &Scene, diagnosis: &mut Diagnosis, explained: &mut Vec<String>) {
-    let waiting: Vec<&Value> = scene.node_pools.iter().filter(|p| !ready(p)).collect();
+    let waiting: Vec<&Value> = scene.node_pools.iter().filter(|p| !is_true(p, "Ready")).collect();
     if waiting.is_empty() {
         return;
     }
@@ -81,20 +76,9 @@ pub fn find(scene: &Scene, diagnosis: &mut Diagnosis, explained: &mut Vec<String
         let mut evidence: Vec<Evidence> = waiting
             .iter()
             .map(|pool| {
-                let message = pool["status"]["conditions"]
-                    .as_array()
-                    .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-                    .and_then(|c| c["message"].as_str())
-                    .unwrap_or("no Ready condition yet");
-                Evidence::new(
-                    format!(
-                        "NodePool {}/{}",
-                        pool["metadata"]["namespace"].as_str().unwrap_or_default(),
-                        pool["metadata"]["name"].as_str().unwrap_or_default()
-                    ),
-                    "status.conditions[Ready]",
-                    message,
-                )
+                let message =
+                    condition(pool, "Ready").and_then(|c| c["message"].as_str()).unwrap_or("no Ready condition yet");
+                Evidence::new(format!("NodePool {}", qualified_name(pool)), "status.conditions[Ready]", message)
             })
             .collect();
         let mut commands = Vec::new();
@@ -117,13 +101,7 @@ pub fn find(scene: &Scene, diagnosis: &mut Diagnosis, explained: &mut Vec<String
             }
         }
         commands.extend(fix::resume_stopped(scene));
-        explained.extend(waiting.iter().map(|p| {
-            format!(
-                "NodePool {}/{}",
-                p["metadata"]["namespace"].as_str().unwrap_or_default(),
-                p["metadata"]["name"].as_str().unwrap_or_default()
-            )
-        }));
+        explained.extend(waiting.iter().map(|p| format!("NodePool {}", qualified_name(p))));
         let ports: Vec<String> = denied.iter().map(|(_, d, p)| format!("{} {p}", d.to_ascii_lowercase())).collect();
         diagnosis.causes.push(Cause {
             id: "nsg-denies-required-port",
