@@ -123,7 +123,7 @@ pub struct RunStarted {
     pub who: Value,
     pub runbook_digest: String,
     /// Where the runbook and its values came from, to resume it later.
-    pub setup: Value,
+    pub setup: crate::RunSetup,
 }
 
 /// An attempt of a step instance began. For a step unsafe to repeat it is committed before the
@@ -266,8 +266,8 @@ pub struct GateApproved {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RunFinished {
-    pub status: String,
-    pub counts: Value,
+    pub status: crate::RunStatus,
+    pub counts: crate::Counts,
     pub duration_ms: u64,
     pub critical_path_ms: u64,
     pub step_time_ms: u64,

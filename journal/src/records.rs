@@ -68,6 +68,21 @@ pub struct RunRecord {
     pub who: serde_json::Value,
 }
 
+impl RunRecord {
+    /// How the run was set up; None for the import of a hand-off file.
+    pub fn setup(&self) -> Option<crate::RunSetup> {
+        match serde_json::from_value(self.vars.clone()) {
+            Ok(crate::RunVars::Run(setup)) => Some(*setup),
+            _ => None,
+        }
+    }
+
+    /// Whether this "run" is the import of a hand-off file, which has nothing to resume.
+    pub fn is_import(&self) -> bool {
+        matches!(serde_json::from_value(self.vars.clone()), Ok(crate::RunVars::Imported { .. }))
+    }
+}
+
 /// An event to append; `seq`, `ts`, `prev` and `hash` are assigned by the writer, the kind
 /// comes from `data`.
 #[derive(Clone, Debug)]

@@ -6,13 +6,16 @@ pub mod cli;
 pub mod diagnose;
 pub mod doctor;
 pub mod engine;
+pub mod exit;
 pub mod handoff;
 pub mod model;
 pub mod plan;
 pub mod report;
+pub mod session;
 pub mod timeline;
 pub mod verify;
 pub mod who;
+pub mod workspace;
 
 /// The step kinds this build knows.
 pub fn registry() -> runbook_steps::Registry {

@@ -46,7 +46,7 @@ fn detail(event: &Event) -> String {
         EventData::StepSkipped(d) => d.reason.clone(),
         EventData::StepsReused(d) => reused_detail(d, &event.run_id),
         EventData::RunStarted(d) => format!("{} digest {}", d.mode, d.runbook_digest),
-        EventData::RunFinished(d) => d.status.clone(),
+        EventData::RunFinished(d) => d.status.as_str().to_string(),
         EventData::GateApproved(d) => format!("approved by {}", d.by),
         EventData::GateWaiting(d) => d.prompt.clone(),
         EventData::RunCreated(_) => String::new(),
@@ -208,7 +208,7 @@ pub fn audit(env: &Env, paths: &[PathBuf], since: Option<&str>, format: AuditFor
 
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let format = if env.json { AuditFormat::Json } else { format };
+    let format = if env.printer.json { AuditFormat::Json } else { format };
     let label = |index: usize| if several { format!("{}", index + 1) } else { String::new() };
     match format {
         AuditFormat::Json => {
@@ -320,7 +320,7 @@ fn summarize(events: &[Event]) -> RunSummary {
             }
             EventData::RunFinished(d) => {
                 summary.duration_ms += d.duration_ms;
-                summary.result = Some(d.status.clone());
+                summary.result = Some(d.status.as_str().to_string());
             }
             EventData::HandoffExported(d) => {
                 summary.handoffs.push(format!("exported to {} (sha256 {:.12})", d.recipient, d.file_sha256))

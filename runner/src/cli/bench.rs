@@ -12,12 +12,13 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::exit::{CliError, CliResult, Exit};
-use crate::cli::run::{self, ResumeTimings};
+use crate::cli::run;
 use crate::cli::{Env, RerunArgs, VarArgs};
 use crate::engine::{self, RunContext};
 use crate::model::load::{Origin, load};
 use crate::model::vars::{self, VarInputs};
 use crate::plan::{self, RequiredValues, Scope};
+use crate::session::ResumeTimings;
 
 fn chain_runbook(n: usize) -> String {
     let mut text = String::from(
@@ -217,15 +218,7 @@ struct ResumeFigures {
 async fn measure_resume(env: &Env, base: &Path, steps: usize) -> CliResult<ResumeFigures> {
     let runbook = base.join("resume.toml");
     std::fs::write(&runbook, chain_runbook(steps)).map_err(|e| CliError::Internal(e.into()))?;
-    let quiet = Env {
-        journal_path: base.join("resume.db"),
-        json: false,
-        mode: crate::report::DisplayMode::Silent,
-        verbose: false,
-        registry: env.registry.clone(),
-        azure: env.azure.clone(),
-        parallelism: None,
-    };
+    let quiet = Env { workspace: env.with_journal(base.join("resume.db")), printer: env.printer.silent() };
     let vars = VarArgs { vars_file: None, vars: vec!["go=false".into()] };
     let rerun = RerunArgs::default();
     let first = run::run(&quiet, &runbook.display().to_string(), &vars, Some(base.join("work")), false, &rerun).await?;
@@ -284,13 +277,12 @@ fn tempdir_in(dir: Option<&Path>) -> CliResult<tempfile::TempDir> {
 pub async fn phase(env: &Env, number: u8, dir: PathBuf, options: crate::cli::sandbox::SandboxOptions) -> CliResult {
     use crate::cli::rehearse::{Rehearsal, phases};
     let quiet = Env {
-        journal_path: env.journal_path.clone(),
-        json: env.json,
-        mode: crate::report::DisplayMode::Quiet,
-        verbose: false,
-        registry: env.registry.clone(),
-        azure: env.azure.clone(),
-        parallelism: None,
+        workspace: env.with_journal(env.journal_path.clone()),
+        printer: crate::cli::printer::Printer {
+            mode: crate::report::DisplayMode::Quiet,
+            verbose: false,
+            ..env.printer
+        },
     };
     // The phases before the measured one run first (their figures are not taken).
     let (runbooks, _) = phases(Some(number))?;

@@ -20,7 +20,7 @@ use crate::verify::{Readers, made_by};
 /// A run's last `run_finished` status.
 fn status_of(journal: &Journal, run: &str) -> CliResult<Option<String>> {
     Ok(journal.events_for_run(run)?.iter().rev().find(|e| e.kind() == RUN_FINISHED).and_then(|e| match &e.data {
-        EventData::RunFinished(f) => Some(f.status.clone()),
+        EventData::RunFinished(f) => Some(f.status.as_str().to_string()),
         _ => None,
     }))
 }

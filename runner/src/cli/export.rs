@@ -101,7 +101,7 @@ pub fn export_file(journal: &Journal, args: &ExportArgs) -> CliResult<Exported> 
             // The Azure the run acted on travels with its values, so an importer never takes work
             // done against a sandbox (or another subscription) for work done against theirs.
             json!({ "run_id": checkpoint.run_id, "who": run.as_ref().map(|r| &r.who), "created_at": run.as_ref().map(|r| &r.created_at),
-                    "azure": run.as_ref().and_then(|r| r.vars.get("azure")) }),
+                    "azure": run.as_ref().and_then(runbook_journal::RunRecord::setup).map(|s| s.azure).filter(|a| !a.is_null()) }),
         );
     }
     let provenance = HandoffProvenance {

@@ -176,7 +176,7 @@ pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Importe
     }
     let journal = match journal {
         Some(journal) => journal,
-        None => crate::cli::env::create_journal(journal_path)?,
+        None => crate::workspace::create_journal(journal_path)?,
     };
     let run_id = crate::who::new_run_id();
     let outcome = journal_import(&journal, &run_id, &handoff, &file_sha256, &values, &files, args.persona.as_deref());

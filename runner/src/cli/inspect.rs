@@ -105,7 +105,7 @@ pub fn status(env: &Env, run: Option<&str>) -> CliResult {
     let (states, finished) = step_states(&journal, &record.id)?;
     let run_state = match &finished {
         Some(data) => data["status"].as_str().unwrap_or("unknown").to_string(),
-        None if record.vars.get("handoff").is_some() => "imported".into(),
+        None if record.is_import() => "imported".into(),
         None => "running or interrupted".into(),
     };
     let mut text = String::new();
@@ -221,8 +221,8 @@ pub fn get(env: &Env, key: &str, run: Option<&str>) -> CliResult {
         Value::String(s) => format!("{s}\n"),
         other => format!("{other}\n"),
     };
-    if !env.json && env.mode != crate::report::DisplayMode::Quiet {
-        eprintln!("# {}", source_text(&source, source["run"].as_str().unwrap_or("?")));
+    if !env.printer.json && env.printer.mode != crate::report::DisplayMode::Quiet {
+        env.printer.line(format_args!("# {}", source_text(&source, source["run"].as_str().unwrap_or("?"))));
     }
     env.print(&text, json!({ "key": key, "value": value, "source": source }));
     Ok(Exit::Ok)

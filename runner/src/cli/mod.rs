@@ -10,7 +10,8 @@ mod diagnose;
 mod doctor;
 pub mod entry;
 mod env;
-pub mod exit;
+/// Exit codes and errors live beside the session that returns them; commands name them here.
+pub use crate::exit;
 pub(crate) mod export;
 #[cfg(feature = "sandbox")]
 mod idempotence;
@@ -19,6 +20,7 @@ mod init;
 mod inspect;
 #[cfg(feature = "sandbox")]
 pub mod namespace;
+mod printer;
 #[cfg(feature = "sandbox")]
 mod rehearse;
 mod run;

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::cli::env::registry_for;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::idempotence::{Principals, SecondPass, WriteWatch, counted, write_lines};
 use crate::cli::sandbox::{SandboxOptions, azure_env, start};
 use crate::cli::{Env, RerunArgs, VarArgs, run};
+use crate::workspace::registry_for;
 use runbook_steps::SettingsSource;
 
 /// The phases a rehearsal can run, in order: (phase, runbook). Day 2 (4) and cleanup (5) run
@@ -134,8 +134,10 @@ impl Rehearsal {
         let mut registry = registry_for(&azure);
         registry.register(Arc::new(runbook_steps::Kube::with_env(settings.clone())));
         registry.register(Arc::new(runbook_steps::Exec::with_env(program_env(&workdir, programs, settings)?)));
-        let env =
-            Env { journal_path, json: env.json, mode: env.mode, verbose: env.verbose, registry, azure, parallelism };
+        let env = Env {
+            workspace: crate::workspace::Workspace { journal_path, registry, azure, parallelism },
+            printer: env.printer,
+        };
         Ok(Rehearsal {
             sandbox,
             workdir,
@@ -215,8 +217,8 @@ impl Rehearsal {
             states.iter().filter(|(_, s)| s["state"] == "awaiting_approval").map(|(k, _)| k.clone()).collect();
         drop(journal);
         for gate in &waiting {
-            if !self.env.json {
-                eprintln!("rehearsal: approving gate `{gate}` as its persona would");
+            if !self.env.printer.json {
+                self.env.printer.line(format_args!("rehearsal: approving gate `{gate}` as its persona would"));
             }
             crate::cli::approve::approve(&self.env, run_id, gate, Some("approved by the rehearsal".into()))?;
         }
@@ -226,7 +228,7 @@ impl Rehearsal {
     /// From now on, runs go to this person's journal and directory (the hand-off's second
     /// person after Phase 1, the first one again when a second pass reruns Phase 1).
     fn act_as(&mut self, person: &Person) {
-        self.env.journal_path = person.journal.clone();
+        self.env.workspace.journal_path = person.journal.clone();
         self.workdir = person.dir.clone();
     }
 
@@ -299,12 +301,12 @@ async fn run_again(
         } else {
             format!(" ({} more by the simulated controllers' own principals, not counted)", writes.background.len())
         };
-        eprintln!(
+        rehearsal.env.printer.line(format_args!(
             "{runbook} again: {} write requests by the runner and the programs it runs{background}",
             writes.ours.len()
-        );
+        ));
         if !writes.ours.is_empty() {
-            eprintln!("{}", write_lines(&writes.ours));
+            rehearsal.env.printer.line(format_args!("{}", write_lines(&writes.ours)));
         }
     }
     pass.record(number, &phase_name(number), runbook, &summary["run_id"], writes);
@@ -656,14 +658,15 @@ async fn serve(rehearsal: Rehearsal, env: &Env) -> CliResult<()> {
     }
     let shown: Vec<String> = kubeconfigs.iter().map(|p| p.display().to_string()).collect();
     let stop = crate::cli::sandbox::StopSignals::listen()?;
-    if env.json {
-        println!("{}", json!({ "serving": true, "env_file": env_file, "kubeconfigs": shown }));
+    if env.printer.json {
+        env.printer
+            .out_line(format_args!("{}", json!({ "serving": true, "env_file": env_file, "kubeconfigs": shown })));
     } else {
-        eprintln!(
+        env.printer.line(format_args!(
             "the sandbox stays up until Ctrl-C or SIGTERM: `source {}` points runbook, kubectl and az at it; kubeconfigs: {}",
             env_file.display(),
             shown.join(", ")
-        );
+        ));
     }
     stop.serve_until_stopped(rehearsal.sandbox).await;
     Ok(())
@@ -704,17 +707,17 @@ pub async fn rehearse(
         .then(runbook_sandbox::public_names::interfaces)
         .transpose()
         .map_err(|e| CliError::Internal(e.into()))?;
-    if !env.json {
-        eprintln!("rehearsing against the built-in sandbox in {}", rehearsal.workdir.display());
-        eprintln!("programs: {}", programs.describe().join("; "));
+    if !env.printer.json {
+        env.printer.line(format_args!("rehearsing against the built-in sandbox in {}", rehearsal.workdir.display()));
+        env.printer.line(format_args!("programs: {}", programs.describe().join("; ")));
         if let Some(interfaces) = &interfaces {
-            eprintln!(
+            env.printer.line(format_args!(
                 "the sandbox answers as Azure's public host names ({}, {}, {}, <account>.blob.core.windows.net) on 127.0.0.1:443, in a network of its own: interfaces {}",
                 runbook_sandbox::public_names::ARM_HOST,
                 runbook_sandbox::public_names::ENTRA_HOST,
                 runbook_sandbox::public_names::GRAPH_HOST,
                 interfaces.join(", ")
-            );
+            ));
         }
     }
     let mut runs = Vec::new();
@@ -732,17 +735,17 @@ pub async fn rehearse(
         if number > 1 && second.is_none() && phases.first().is_some_and(|(p, _)| *p == 1) {
             let handed = hand_off(&rehearsal)?;
             rehearsal.act_as(&Person { journal: handed.journal.clone(), dir: handed.dir.clone() });
-            if !env.json {
-                eprintln!(
+            if !env.printer.json {
+                env.printer.line(format_args!(
                     "hand-off: Phase 1's results exported by azure-admin to {}, imported by hypershift-admin into {}",
                     handed.file.display(),
                     handed.journal.display()
-                );
+                ));
             }
             second = Some(handed);
         }
-        if !env.json && phases.iter().position(|(p, _)| *p == number) == Some(index) {
-            eprintln!("== {} ==", phase_name(number));
+        if !env.printer.json && phases.iter().position(|(p, _)| *p == number) == Some(index) {
+            env.printer.line(format_args!("== {} ==", phase_name(number)));
         }
         let (phase_exit, summary, _) = rehearsal.run_phase(number, runbook).await?;
         runs.push(summary);
@@ -750,8 +753,8 @@ pub async fn rehearse(
         let phase_done = phases.get(index + 1).is_none_or(|(next, _)| *next != number);
         if phase_done || exit != Exit::Ok {
             let line = format!("{}\n    now: {}", phase_line(number, &runs), what_exists(&rehearsal));
-            if !env.json {
-                eprintln!("{line}");
+            if !env.printer.json {
+                env.printer.line(format_args!("{line}"));
             }
             summary_lines.push(line);
         }
@@ -767,13 +770,13 @@ pub async fn rehearse(
                 ))
             })?;
             let line = format!("broke `{}` after {}: {what}", breakage.name(), phase_name(number));
-            if !env.json {
-                eprintln!("{line}");
+            if !env.printer.json {
+                env.printer.line(format_args!("{line}"));
             }
             summary_lines.push(line);
         }
         if check_idempotent {
-            exit = run_again(&rehearsal, number, runbook, &mut runs, &mut second_pass, env.json).await?;
+            exit = run_again(&rehearsal, number, runbook, &mut runs, &mut second_pass, env.printer.json).await?;
             if exit != Exit::Ok {
                 break;
             }
@@ -781,21 +784,23 @@ pub async fn rehearse(
     }
     if let (Some(runbook), Exit::Ok) = (missing, exit) {
         let line = format!("stopped before runbook `{runbook}`: it is not in this build yet");
-        if !env.json {
-            eprintln!("{line}");
+        if !env.printer.json {
+            env.printer.line(format_args!("{line}"));
         }
         summary_lines.push(line);
     }
     let second_pass_writes = if check_idempotent {
         let writes = second_pass.total();
         if writes > 0 && exit == Exit::Ok {
-            eprintln!("error: running finished runbooks again made {writes} write requests; it should make none");
+            env.printer.line(format_args!(
+                "error: running finished runbooks again made {writes} write requests; it should make none"
+            ));
             exit = Exit::StepFailed;
-        } else if !env.json {
-            eprintln!(
+        } else if !env.printer.json {
+            env.printer.line(format_args!(
                 "every finished runbook ran again without a write; counted: {}",
                 counted(&Principals::of_sandbox())
-            );
+            ));
         }
         json!(writes)
     } else {
@@ -831,8 +836,8 @@ pub async fn rehearse(
         .filter_map(|r| r.user_agent.as_deref()?.split_whitespace().next().map(str::to_string))
         .collect();
     let journal = rehearsal.env.journal_path.clone();
-    if env.json {
-        println!(
+    if env.printer.json {
+        env.printer.out_line(format_args!(
             "{}",
             json!({ "public_names": options.public_names, "programs": programs.describe(), "network_interfaces": interfaces, "request_hosts": request_hosts, "request_programs": request_programs,
                     "runs": runs, "resources": resources, "kube": kube, "write_requests": writes, "second_pass_write_requests": second_pass_writes,
@@ -841,9 +846,9 @@ pub async fn rehearse(
                     "concurrent_write_conflicts": concurrent_write_conflicts, "summary": summary_lines,
                     "workdir": rehearsal.workdir, "journal": journal,
                     "handoff": second.as_ref().map(|s| &s.summary) })
-        );
+        ));
     } else {
-        eprintln!(
+        env.printer.line(format_args!(
             "rehearsal {}: {} resources in the sandbox, {} objects in its management cluster, {writes} write requests\n  files: {}\n  journal: {}; look around with\n  runbook --journal {} status",
             if exit == Exit::Ok { "succeeded" } else { "stopped" },
             resources.len(),
@@ -851,18 +856,18 @@ pub async fn rehearse(
             rehearsal.workdir.display(),
             journal.display(),
             journal.display()
-        );
+        ));
         if let (Some(breakage), Some(second)) = (breakage, &second) {
-            eprintln!(
+            env.printer.line(format_args!(
                 "broken on purpose: `{}` ({}); what is wrong and how to fix it:\n  runbook --journal {} --journal {} diagnose",
                 breakage.name(),
                 breakage.info().reproduces,
                 journal.display(),
                 second.journal.display()
-            );
+            ));
         }
         if let Some(second) = &second {
-            eprintln!(
+            env.printer.line(format_args!(
                 "azure-admin's journal: {}\nhand-off file: {}\nhypershift-admin's journal: {} (files in {})\nthe whole story:\n  runbook --journal {} --journal {} audit --format markdown",
                 journal.display(),
                 second.file.display(),
@@ -870,7 +875,7 @@ pub async fn rehearse(
                 second.dir.display(),
                 journal.display(),
                 second.journal.display()
-            );
+            ));
         }
     }
     if serve_after {

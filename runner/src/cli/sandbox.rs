@@ -123,8 +123,8 @@ pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf, command: Vec<S
         Some(network) => Some(crate::cli::sandbox_command::write_enter(&dir, network, &env_file)?),
         None => None,
     };
-    if env.json {
-        println!(
+    if env.printer.json {
+        env.printer.out_line(format_args!(
             "{}",
             serde_json::json!({
                 "env_file": env_file,
@@ -136,32 +136,40 @@ pub async fn up(env: &Env, options: SandboxOptions, dir: PathBuf, command: Vec<S
                 "public_names": sandbox.answers_as_public_names(),
                 "enter": enter,
             })
-        );
+        ));
     } else if let Some(enter) = &enter {
-        eprintln!(
+        env.printer.line(format_args!(
             "sandbox Azure is up as Azure's public host names ({}, {}, {}, <account>.blob.core.windows.net) on 127.0.0.1:443 in a network of its own (loopback only); Kubernetes API {}",
             sandbox.arm_endpoint(),
             sandbox.authority_host(),
             sandbox.graph_endpoint(),
             sandbox.kube().url()
-        );
-        eprintln!("only programs inside that network reach it; enter it with:  {}", enter.join(" "));
-        eprintln!("then:  source {}   (also written to {})", env_file.display(), dir.join("enter").display());
-        eprintln!("or run one program inside instead:  runbook sandbox up --public-names -- COMMAND ARGS...");
-        eprintln!("Ctrl-C stops it (its state lives in memory).");
+        ));
+        env.printer
+            .line(format_args!("only programs inside that network reach it; enter it with:  {}", enter.join(" ")));
+        env.printer.line(format_args!(
+            "then:  source {}   (also written to {})",
+            env_file.display(),
+            dir.join("enter").display()
+        ));
+        env.printer.line(format_args!(
+            "or run one program inside instead:  runbook sandbox up --public-names -- COMMAND ARGS..."
+        ));
+        env.printer.line(format_args!("Ctrl-C stops it (its state lives in memory)."));
     } else {
-        eprintln!(
+        env.printer.line(format_args!(
             "sandbox Azure is up on loopback: ARM {}, Graph {}; Kubernetes API {}",
             sandbox.arm_endpoint(),
             sandbox.graph_endpoint(),
             sandbox.kube().url()
-        );
-        eprintln!("point runbook at it with:  source {}", env_file.display());
-        eprintln!(
+        ));
+        env.printer.line(format_args!("point runbook at it with:  source {}", env_file.display()));
+        env.printer.line(format_args!(
             "the Azure CLI too (its own config dir, this sandbox's cloud):  az login --service-principal -u \"$AZURE_CLIENT_ID\" -p \"$AZURE_CLIENT_SECRET\" --tenant \"$AZURE_TENANT_ID\""
-        );
-        eprintln!("Blob endpoints are path-style:  --blob-endpoint \"$RUNBOOK_SANDBOX_BLOB/<account>\"");
-        eprintln!("Ctrl-C stops it (its state lives in memory).");
+        ));
+        env.printer
+            .line(format_args!("Blob endpoints are path-style:  --blob-endpoint \"$RUNBOOK_SANDBOX_BLOB/<account>\""));
+        env.printer.line(format_args!("Ctrl-C stops it (its state lives in memory)."));
     }
     stop.serve_until_stopped(sandbox).await;
     Ok(Exit::Ok)

@@ -66,8 +66,8 @@ pub fn timeline(
             let text = format!("wrote the timeline of {} lanes to {}\n", timeline.lanes.len(), path.display());
             env.print(&text, summary);
         }
-        None if env.json && format == TimelineFormat::Text => env.print("", summary),
-        None => print!("{rendered}"),
+        None if env.printer.json && format == TimelineFormat::Text => env.print("", summary),
+        None => env.printer.out(format_args!("{rendered}")),
     }
     Ok(Exit::Ok)
 }

@@ -72,37 +72,8 @@ pub enum EngineEvent {
 /// journal keeps cannot differ.
 pub use runbook_journal::StepStatus;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    Succeeded,
-    Failed,
-    GateFailed,
-    AwaitingApproval,
-    Cancelled,
-}
-
-impl RunStatus {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            RunStatus::Succeeded => "succeeded",
-            RunStatus::Failed => "failed",
-            RunStatus::GateFailed => "gate_failed",
-            RunStatus::AwaitingApproval => "awaiting_approval",
-            RunStatus::Cancelled => "cancelled",
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct Counts {
-    pub succeeded: usize,
-    pub reused: usize,
-    pub skipped_by_when: usize,
-    pub failed: usize,
-    pub waiting: usize,
-    pub not_run: usize,
-}
+/// How a run ended and what it did with its steps: the journal's types, as for steps.
+pub use runbook_journal::{Counts, RunStatus};
 
 pub fn millis(d: Duration) -> u64 {
     d.as_millis() as u64

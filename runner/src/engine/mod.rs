@@ -224,8 +224,8 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
             NewEvent::new(
                 ctx.run_id.clone(),
                 EventData::RunFinished(RunFinished {
-                    status: status.as_str().to_string(),
-                    counts: serde_json::to_value(counts).expect("counts serialize"),
+                    status,
+                    counts,
                     duration_ms: millis(duration),
                     critical_path_ms: millis(critical),
                     step_time_ms: millis(busy),

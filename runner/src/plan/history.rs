@@ -34,8 +34,13 @@ pub struct History {
 }
 
 /// The Azure a run acted on, as its record journaled it.
-fn run_target(vars: &Value) -> Option<AzureTarget> {
-    serde_json::from_value(vars.get("azure")?.clone()).ok()
+fn run_target(record: &RunRecord) -> Option<AzureTarget> {
+    serde_json::from_value(record.setup()?.azure).ok()
+}
+
+/// The Azure an exported run acted on, as its hand-off names it (`azure` beside its run id).
+fn exported_target(run: &Value) -> Option<AzureTarget> {
+    serde_json::from_value(run.get("azure")?.clone()).ok()
 }
 
 impl History {
@@ -75,7 +80,7 @@ impl History {
 
     /// The runs of `runbook`, with the Azure each acted on.
     fn runs_of(&self, runbook: &str) -> HashMap<&str, Option<AzureTarget>> {
-        self.runs.iter().filter(|r| r.runbook == runbook).map(|r| (r.id.as_str(), run_target(&r.vars))).collect()
+        self.runs.iter().filter(|r| r.runbook == runbook).map(|r| (r.id.as_str(), run_target(r))).collect()
     }
 
     /// What earlier attempts of `runbook` left: which instances are done (with which inputs and
@@ -113,7 +118,7 @@ impl History {
                                 .provenance
                                 .runs
                                 .get(checkpoint)
-                                .and_then(run_target)
+                                .and_then(exported_target)
                                 .or_else(|| made_on.clone()),
                         };
                         prior.failed.remove(checkpoint);

@@ -238,7 +238,7 @@ impl Timeline {
                         info.critical_path_ms = Some(d.duration_ms);
                         info.critical_path = d.steps.clone();
                     }
-                    EventData::RunFinished(d) => info.status = Some(d.status.clone()),
+                    EventData::RunFinished(d) => info.status = Some(d.status.as_str().to_string()),
                     EventData::RunCreated(_)
                     | EventData::RunStarted(_)
                     | EventData::HandoffExported(_)

@@ -1,4 +1,4 @@
-//! Exit codes and the errors commands return, printed as `error:` / `Caused by:` / `hint:`.
+//! Exit codes and the errors commands and sessions return, printed as `error:` / `Caused by:` / `hint:`.
 
 use crate::model::Problem;
 

@@ -1,0 +1,121 @@
+//! Resuming a run: its recorded setup (read from the verified journal, nothing trusted before)
+//! gives the runbook, values and working directory; the run lock is taken and the run goes on.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::exit::{CliError, CliResult};
+use crate::model::vars::VarInputs;
+use crate::plan::History;
+use crate::session::prepare::{Rerun, check_interrupted, current_history, parse_overrides, prepare};
+use crate::session::setup::check_same_azure;
+use crate::session::start::{Decided, StartedRun};
+use crate::who;
+use crate::workspace::Workspace;
+
+pub struct ResumeRequest {
+    /// The run to resume; the latest when None.
+    pub run: Option<String>,
+    /// `--var NAME=VALUE` given now, after those the run was started with.
+    pub vars: Vec<String>,
+    pub rerun: Rerun,
+}
+
+/// A resume ready to execute, and where its time went so far.
+pub struct Resumed<'w> {
+    pub run: StartedRun<'w>,
+    pub timings: ResumeTimings,
+}
+
+/// Where the time of a resume went: reading and verifying the journal (and deciding from it
+/// what earlier runs left), loading the runbook and expanding its plan, and the engine
+/// (deciding each step, reusing or running it, journaling).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ResumeTimings {
+    pub history: Duration,
+    pub prepare: Duration,
+    pub engine: Duration,
+    pub total: Duration,
+}
+
+impl ResumeTimings {
+    /// The figures once the run has executed, `executed` after the resume began.
+    pub fn executed(mut self, total: Duration) -> Self {
+        self.engine = total.saturating_sub(self.history + self.prepare);
+        self.total = total;
+        self
+    }
+}
+
+/// Reads the journal (verified), finds the run, prepares it as it was set up, takes the run lock
+/// and decides what the earlier invocations left. `started` is when the resume began.
+pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) -> CliResult<Resumed<'_>> {
+    let journal = ws.require_journal()?;
+    let history = History::read(&journal)?;
+    let record = match &request.run {
+        Some(id) => history.run(id).ok_or_else(|| {
+            CliError::user_hint(
+                format!("no run `{id}` in the journal"),
+                "`runbook status` shows the latest run; `runbook audit` lists them",
+            )
+        })?,
+        None => history.latest_run().ok_or_else(|| CliError::user("the journal has no runs to resume"))?,
+    }
+    .clone();
+    let read_history = started.elapsed();
+    if record.is_import() {
+        return Err(CliError::user_hint(
+            format!("run {} is the import of a hand-off file; there is nothing of it to resume", record.id),
+            "name the run to resume (`runbook audit` lists the runs), or run the next runbook",
+        ));
+    }
+    let recorded = record.setup().unwrap_or_default();
+    check_same_azure(&ws.azure, &record, &recorded)?;
+    let locator = recorded.origin.as_ref().map_or(record.runbook.as_str(), |o| o.locator());
+    let runbook = ws.load_runbook(locator)?;
+    // A secret given with `--var` was journaled without its value: it must be given again.
+    let mut overrides: Vec<(String, String)> =
+        recorded.overrides.iter().filter_map(|(name, value)| Some((name.clone(), value.clone()?))).collect();
+    overrides.extend(parse_overrides(&request.vars)?);
+    let inputs = VarInputs { file: recorded.file.as_ref().map(PathBuf::from), overrides };
+    let work_dir = PathBuf::from(if recorded.workdir.is_empty() { "." } else { recorded.workdir.as_str() });
+    let fresh = recorded.fresh;
+    let prepared = prepare(runbook, &inputs, Some((&journal, &history)), &record.id, &work_dir, &ws.azure.target())?;
+    let prepared_at = started.elapsed();
+
+    let lock = journal.lock(&who::holder(&record.id, &format!("resume {}", prepared.runbook.name())))?;
+    let history = current_history(&journal, Some(history))?;
+    let prior = history.prior(&journal, prepared.runbook.name(), Some(&record.id), fresh)?.acting_on(ws.azure.target());
+    check_interrupted(&prepared, &prior, &request.rerun)?;
+    let decided = Decided {
+        prior,
+        approvals: history.approvals(&record.id)?,
+        required_secrets: history.required_secrets(&journal, &prepared.runbook)?,
+    };
+    drop(history);
+    let decided_at = started.elapsed();
+    let writer = journal.writer()?;
+    let mut setup = crate::session::setup::run_setup(&ws.azure, &prepared, &journal, &inputs, &work_dir, fresh);
+    if prepared.runbook.digest != record.runbook_digest {
+        setup.runbook_changed_from = Some(record.runbook_digest.clone());
+    }
+    let timings = ResumeTimings {
+        history: read_history + (decided_at - prepared_at),
+        prepare: prepared_at - read_history,
+        ..ResumeTimings::default()
+    };
+    let run = StartedRun {
+        ws,
+        journal,
+        writer,
+        _lock: lock,
+        prepared,
+        decided,
+        run_id: record.id.clone(),
+        work_dir,
+        rerun: request.rerun,
+        mode: "resume",
+        setup,
+    };
+    Ok(Resumed { run, timings })
+}
