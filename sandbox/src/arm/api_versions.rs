@@ -1,4 +1,5 @@
-//! Which api-versions ARM accepts, per resource type the sandbox models. The lists are the
+//! Which api-versions ARM accepts, per resource type the sandbox models (each type's row in
+//! [`super::resource_types`] names its list). The lists are the
 //! version folders (stable and preview) of each provider's specification in
 //! Azure/azure-rest-api-specs (`specification/<service>/resource-manager/<namespace>/{stable,preview}/<version>`)
 //! that define the type, so a client sending any version Azure lists is answered, and an
@@ -9,7 +10,7 @@ use http::StatusCode;
 use super::errors::arm_error;
 use crate::wire::Reply;
 
-const RESOURCES: &[&str] = &[
+pub(crate) const RESOURCES: &[&str] = &[
     "2015-11-01",
     "2016-02-01",
     "2016-07-01",
@@ -38,7 +39,7 @@ const RESOURCES: &[&str] = &[
 ];
 
 /// `Microsoft.Resources/subscriptions.json` (subscriptions, tenants, locations).
-const SUBSCRIPTIONS: &[&str] = &[
+pub(crate) const SUBSCRIPTIONS: &[&str] = &[
     "2016-06-01",
     "2018-06-01",
     "2019-06-01",
@@ -50,7 +51,7 @@ const SUBSCRIPTIONS: &[&str] = &[
     "2024-11-01",
 ];
 
-const MANAGED_IDENTITY: &[&str] = &[
+pub(crate) const MANAGED_IDENTITY: &[&str] = &[
     "2015-08-31-preview",
     "2018-11-30",
     "2021-09-30-preview",
@@ -65,7 +66,7 @@ const MANAGED_IDENTITY: &[&str] = &[
 ];
 
 /// Federated identity credentials first appear in 2022-01-31-preview.
-const FEDERATED_CREDENTIALS: &[&str] = &[
+pub(crate) const FEDERATED_CREDENTIALS: &[&str] = &[
     "2022-01-31-preview",
     "2023-01-31",
     "2023-07-31-preview",
@@ -76,7 +77,7 @@ const FEDERATED_CREDENTIALS: &[&str] = &[
     "2026-05-31",
 ];
 
-const STORAGE: &[&str] = &[
+pub(crate) const STORAGE: &[&str] = &[
     "2015-06-15",
     "2016-01-01",
     "2016-05-01",
@@ -109,9 +110,9 @@ const STORAGE: &[&str] = &[
 ];
 
 /// Blob containers on the management plane (`blob.json`) start with 2018-02-01.
-const STORAGE_CONTAINERS: &[&str] = STORAGE.split_at(6).1;
+pub(crate) const STORAGE_CONTAINERS: &[&str] = STORAGE.split_at(6).1;
 
-const DNS: &[&str] = &[
+pub(crate) const DNS: &[&str] = &[
     "2015-05-04-preview",
     "2016-04-01",
     "2017-09-01",
@@ -123,9 +124,9 @@ const DNS: &[&str] = &[
 ];
 
 /// Private DNS (`specification/privatedns`): zones, virtual network links, record sets.
-const PRIVATE_DNS: &[&str] = &["2018-09-01", "2020-01-01", "2020-06-01", "2024-06-01", "2026-06-01-preview"];
+pub(crate) const PRIVATE_DNS: &[&str] = &["2018-09-01", "2020-01-01", "2020-06-01", "2024-06-01", "2026-06-01-preview"];
 
-const NETWORK: &[&str] = &[
+pub(crate) const NETWORK: &[&str] = &[
     "2015-06-15",
     "2016-03-30",
     "2016-06-01",
@@ -188,7 +189,7 @@ const NETWORK: &[&str] = &[
     "2026-03-01",
 ];
 
-const ROLE_ASSIGNMENTS: &[&str] = &[
+pub(crate) const ROLE_ASSIGNMENTS: &[&str] = &[
     "2015-07-01",
     "2017-10-01-preview",
     "2018-01-01-preview",
@@ -201,34 +202,7 @@ const ROLE_ASSIGNMENTS: &[&str] = &[
     "2022-04-01",
 ];
 
-const ROLE_DEFINITIONS: &[&str] = &["2015-07-01", "2018-01-01-preview", "2022-04-01", "2022-05-01-preview"];
-
-/// (namespace, resource type path, accepted versions). A path matches the longest listed
-/// type it starts with (actions such as `storageAccounts/listKeys` take their parent's
-/// versions); `*` stands for any other type of the namespace (operation listings,
-/// long-running operation monitors).
-const TYPES: &[(&str, &str, &[&str])] = &[
-    ("Microsoft.Resources", "resourceGroups", RESOURCES),
-    ("Microsoft.Resources", "providers", RESOURCES),
-    ("Microsoft.Resources", "subscriptions", SUBSCRIPTIONS),
-    ("Microsoft.Resources", "tenants", SUBSCRIPTIONS),
-    ("Microsoft.ManagedIdentity", "userAssignedIdentities", MANAGED_IDENTITY),
-    ("Microsoft.ManagedIdentity", "userAssignedIdentities/federatedIdentityCredentials", FEDERATED_CREDENTIALS),
-    ("Microsoft.ManagedIdentity", "*", MANAGED_IDENTITY),
-    ("Microsoft.Storage", "storageAccounts", STORAGE),
-    ("Microsoft.Storage", "storageAccounts/blobServices", STORAGE_CONTAINERS),
-    ("Microsoft.Storage", "*", STORAGE),
-    ("Microsoft.Network", "dnsZones", DNS),
-    ("Microsoft.Network", "dnsOperationStatuses", DNS),
-    ("Microsoft.Network", "dnsOperationResults", DNS),
-    ("Microsoft.Network", "privateDnsZones", PRIVATE_DNS),
-    ("Microsoft.Network", "privateDnsOperationStatuses", PRIVATE_DNS),
-    ("Microsoft.Network", "privateDnsOperationResults", PRIVATE_DNS),
-    ("Microsoft.Network", "*", NETWORK),
-    ("Microsoft.Authorization", "roleAssignments", ROLE_ASSIGNMENTS),
-    ("Microsoft.Authorization", "roleDefinitions", ROLE_DEFINITIONS),
-    ("Microsoft.Authorization", "*", ROLE_ASSIGNMENTS),
-];
+pub(crate) const ROLE_DEFINITIONS: &[&str] = &["2015-07-01", "2018-01-01-preview", "2022-04-01", "2022-05-01-preview"];
 
 /// A request's resource type as ARM names it: the provider namespace and the type path
 /// (`userAssignedIdentities/federatedIdentityCredentials`, `storageAccounts/listKeys`).
@@ -266,19 +240,7 @@ impl ResourceType {
     /// The accepted versions, or `None` for a namespace the sandbox does not model (its
     /// requests reach routing, which answers that the type is not modelled).
     fn versions(&self) -> Option<&'static [&'static str]> {
-        let entries: Vec<&(&str, &str, &[&str])> = TYPES.iter().filter(|(ns, _, _)| eq(ns, &self.namespace)).collect();
-        if entries.is_empty() {
-            return None;
-        }
-        let lower = self.path.to_ascii_lowercase();
-        let best = entries
-            .iter()
-            .filter(|(_, ty, _)| {
-                let ty = ty.to_ascii_lowercase();
-                lower == ty || lower.starts_with(&format!("{ty}/"))
-            })
-            .max_by_key(|(_, ty, _)| ty.len());
-        best.or_else(|| entries.iter().find(|(_, ty, _)| *ty == "*")).map(|(_, _, v)| *v)
+        super::resource_types::api_versions(&self.namespace, &self.path)
     }
 }
 

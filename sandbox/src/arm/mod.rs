@@ -250,8 +250,8 @@ async fn route(ctx: &Ctx<'_>, segs: &[String]) -> Reply {
         }
         [p, ns, ty] if eq(p, "providers") => list_in_subscription(ctx, ns, ty),
         [rgs, rg, p, ns, ty, tail @ ..] if eq(rgs, "resourcegroups") && eq(p, "providers") => {
-            match resource_types::find(ns, ty) {
-                Some(provider) => serve(ctx, provider.handler, rg, ns, ty, tail).await,
+            match resource_types::find(ns, ty).and_then(|p| p.handler) {
+                Some(handler) => serve(ctx, handler, rg, ns, ty, tail).await,
                 None => not_modelled(ctx),
             }
         }

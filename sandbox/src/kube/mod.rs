@@ -30,6 +30,7 @@ mod pod_defaults;
 mod priority_classes;
 mod protobuf;
 mod publishers;
+mod router;
 mod scheduler;
 mod selectors;
 mod store;
