@@ -111,3 +111,26 @@ fn a_plan_with_a_bad_reference_names_file_line_and_column() {
     env.write("bad.toml", &RUNBOOK.replace("values.region = \"${vars.region}\"", "values.region = \"${vars.regoin}\""));
     insta::assert_snapshot!("plan_bad_reference", shown(&env, &env.run(&["plan", "bad.toml"])));
 }
+
+/// A rehearsal of Phase 1, quiet (a line per phase and its summary, not per step: steps run in
+/// parallel, so their lines come in no fixed order). Ports, retries and the longest path are
+/// normalized too.
+#[test]
+fn a_quiet_rehearsal_of_phase_one() {
+    let env = TestEnv::new();
+    let run = env.run_bare(&["rehearse", "--phase", "1", "--quiet", "--dir", "rehearsals"]);
+    let shown = shown(&env, &run);
+    // Retries (Azure's 409 on concurrent credential writes of one identity) and the longest path
+    // depend on how the parallel steps happened to interleave.
+    let rules: &[(&str, &str)] = &[
+        (r"127\.0\.0\.1:\d+", "127.0.0.1:[PORT]"),
+        (r"\b\d+ write requests\b", "[N] write requests"),
+        (r"\b\d+ retried\b", "[N] retried"),
+        (r"(critical path of \S+ )\(\[DUR\]\): .*", "${1}([DUR]): [STEPS]"),
+    ];
+    let mut out = shown;
+    for (pattern, with) in rules {
+        out = regex::Regex::new(pattern).expect("pattern").replace_all(&out, *with).into_owned();
+    }
+    insta::assert_snapshot!("rehearse_phase1_quiet", out);
+}

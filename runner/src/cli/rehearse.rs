@@ -416,9 +416,9 @@ pub fn hand_off(rehearsal: &Rehearsal) -> CliResult<SecondPerson> {
     std::fs::create_dir_all(&dir).map_err(|e| CliError::Internal(e.into()))?;
     let file = rehearsal.workdir.join("phase1.handoff");
     let journal = rehearsal.env.require_intact_journal()?;
-    let exported = crate::cli::export::export_file(
+    let exported = crate::handoff::export::export_file(
         &journal,
-        &crate::cli::export::ExportArgs {
+        &crate::handoff::export::ExportArgs {
             target: PHASES[0].1.to_string(),
             to: second.1.display().to_string(),
             out: file.clone(),
@@ -427,9 +427,9 @@ pub fn hand_off(rehearsal: &Rehearsal) -> CliResult<SecondPerson> {
         },
     )?;
     let second_journal = dir.join("journal.db");
-    let (imported, _) = crate::cli::import::import_file(
+    let (imported, _) = crate::handoff::import::import_file(
         &second_journal,
-        &crate::cli::import::ImportArgs {
+        &crate::handoff::import::ImportArgs {
             file: file.clone(),
             identity: Some(second.0.clone()),
             trust: vec![first.1.display().to_string()],
@@ -439,7 +439,9 @@ pub fn hand_off(rehearsal: &Rehearsal) -> CliResult<SecondPerson> {
         },
     )?;
     let import_run = match imported {
-        crate::cli::import::Imported::New { run_id, .. } | crate::cli::import::Imported::Already { run_id } => run_id,
+        crate::handoff::import::Imported::New { run_id, .. } | crate::handoff::import::Imported::Already { run_id } => {
+            run_id
+        }
     };
     let summary = json!({
         "file": file, "sha256": exported.file_sha256, "checkpoints": exported.checkpoints,

@@ -6,14 +6,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use runbook_clock::Clock;
-use runbook_journal::{EventData, Journal, JournalWriter, NewEvent, StepFinished, StepStarted};
+use runbook_journal::{EventData, Journal, NewEvent, StepFinished, StepStarted};
 use runbook_steps::{ErrorClass, StepContext, StepError};
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::events::{EngineEvent, StepStatus, millis};
 use crate::engine::redact::Redactor;
+use crate::engine::sink::EventSink;
 use crate::model::StepDef;
 
 pub struct Job {
@@ -32,8 +32,7 @@ pub struct Job {
 pub struct Shared {
     pub run_id: String,
     pub journal: Arc<Journal>,
-    pub writer: JournalWriter,
-    pub events: UnboundedSender<EngineEvent>,
+    pub sink: EventSink,
     pub hard_cancel: CancellationToken,
     pub retry_budget: AtomicU32,
     pub clock: Clock,
@@ -74,14 +73,12 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
         // so a crash leaves "interrupted" in the journal. An idempotent step is simply run again
         // after a crash, so its start is committed together with its end: one commit, not two.
         let mut pending_start = Some(started_event);
-        if !job.def.idempotent {
-            shared.writer.append(vec![pending_start.take().expect("just set")]).await?;
+        let starting = EngineEvent::StepStarted { step: job.instance.clone(), attempt, reason: reason.clone() };
+        if job.def.idempotent {
+            shared.sink.progress(starting);
+        } else {
+            shared.sink.record(vec![pending_start.take().expect("just set")], [starting]).await?;
         }
-        let _ = shared.events.send(EngineEvent::StepStarted {
-            step: job.instance.clone(),
-            attempt,
-            reason: reason.clone(),
-        });
 
         let started = shared.clock.now();
         let mut context = job.context.clone();
@@ -111,37 +108,40 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                 for name in &secret_outputs {
                     redactor.add_value(&outcome.outputs[name]);
                 }
-                shared
-                    .writer
-                    .append(with_start(
-                        pending_start.take(),
-                        finished_event(
-                            &job,
-                            &shared,
-                            attempt,
-                            StepFinished {
-                                kind: job.def.spec.kind.clone(),
-                                status: StepStatus::Succeeded,
-                                digest: Some(job.digest.clone()),
-                                input_digests: Some(job.input_digests.clone()),
-                                outputs: Some(journaled),
-                                evidence: Some(redactor.value(&outcome.evidence)),
-                                error: None,
-                                will_retry: false,
-                                retry_in_ms: None,
-                                duration_ms: millis(elapsed),
-                            },
-                        ),
-                    ))
-                    .await?;
-                let _ = shared.events.send(EngineEvent::StepFinished {
+                let finished = EngineEvent::StepFinished {
                     step: job.instance.clone(),
                     attempt,
                     status: StepStatus::Succeeded,
                     duration_ms: millis(elapsed),
                     error: None,
                     hint: None,
-                });
+                };
+                shared
+                    .sink
+                    .record(
+                        with_start(
+                            pending_start.take(),
+                            finished_event(
+                                &job,
+                                &shared,
+                                attempt,
+                                StepFinished {
+                                    kind: job.def.spec.kind.clone(),
+                                    status: StepStatus::Succeeded,
+                                    digest: Some(job.digest.clone()),
+                                    input_digests: Some(job.input_digests.clone()),
+                                    outputs: Some(journaled),
+                                    evidence: Some(redactor.value(&outcome.evidence)),
+                                    error: None,
+                                    will_retry: false,
+                                    retry_in_ms: None,
+                                    duration_ms: millis(elapsed),
+                                },
+                            ),
+                        ),
+                        [finished],
+                    )
+                    .await?;
                 return Ok(JobResult::Succeeded { outputs: outcome.outputs, secret_outputs });
             }
             Err(mut error) => {
@@ -166,40 +166,54 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                 if budget_exhausted {
                     error.hint = Some("the run's retry budget is used up: the service keeps failing; try again later or raise runbook.retry_budget".into());
                 }
-                shared
-                    .writer
-                    .append(with_start(
-                        pending_start.take(),
-                        finished_event(
-                            &job,
-                            &shared,
-                            attempt,
-                            StepFinished {
-                                kind: job.def.spec.kind.clone(),
-                                status,
-                                digest: Some(job.digest.clone()),
-                                input_digests: Some(job.input_digests.clone()),
-                                outputs: None,
-                                evidence: None,
-                                error: Some(serde_json::to_value(&error).expect("step errors serialize")),
-                                will_retry,
-                                retry_in_ms: delay.filter(|_| will_retry).map(millis),
-                                duration_ms: millis(elapsed),
-                            },
-                        ),
-                    ))
-                    .await?;
-                if will_retry {
-                    let delay = delay.expect("retryable");
-                    let _ = shared.events.send(EngineEvent::StepRetrying {
+                let told = if will_retry {
+                    EngineEvent::StepRetrying {
                         step: job.instance.clone(),
                         attempt,
                         try_number: tries,
                         max_tries: retry.attempts,
-                        delay_ms: millis(delay),
+                        delay_ms: millis(delay.expect("retryable")),
                         code: error.code.clone(),
                         error: error.message.clone(),
-                    });
+                    }
+                } else {
+                    EngineEvent::StepFinished {
+                        step: job.instance.clone(),
+                        attempt,
+                        status,
+                        duration_ms: millis(elapsed),
+                        error: Some(error.to_string()),
+                        hint: error.hint.clone(),
+                    }
+                };
+                shared
+                    .sink
+                    .record(
+                        with_start(
+                            pending_start.take(),
+                            finished_event(
+                                &job,
+                                &shared,
+                                attempt,
+                                StepFinished {
+                                    kind: job.def.spec.kind.clone(),
+                                    status,
+                                    digest: Some(job.digest.clone()),
+                                    input_digests: Some(job.input_digests.clone()),
+                                    outputs: None,
+                                    evidence: None,
+                                    error: Some(serde_json::to_value(&error).expect("step errors serialize")),
+                                    will_retry,
+                                    retry_in_ms: delay.filter(|_| will_retry).map(millis),
+                                    duration_ms: millis(elapsed),
+                                },
+                            ),
+                        ),
+                        [told],
+                    )
+                    .await?;
+                if will_retry {
+                    let delay = delay.expect("retryable");
                     tokio::select! {
                         () = shared.clock.sleep(delay) => {}
                         _ = shared.hard_cancel.cancelled() => {}
@@ -208,14 +222,6 @@ pub async fn run_job(job: Job, shared: Arc<Shared>) -> anyhow::Result<JobResult>
                     attempt += 1;
                     continue;
                 }
-                let _ = shared.events.send(EngineEvent::StepFinished {
-                    step: job.instance.clone(),
-                    attempt,
-                    status,
-                    duration_ms: millis(elapsed),
-                    error: Some(error.to_string()),
-                    hint: error.hint.clone(),
-                });
                 return Ok(JobResult::Failed { status, error });
             }
         }

@@ -7,6 +7,7 @@ mod critical_path;
 pub mod events;
 pub mod redact;
 pub mod scheduler;
+mod sink;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -29,6 +30,7 @@ pub use critical_path::critical_path;
 use events::{Counts, EngineEvent, RunStatus, StepStatus, millis};
 use redact::Redactor;
 use scheduler::{Admission, Admitted, Facts, Mode, Scheduler};
+use sink::EventSink;
 
 use crate::model::Runbook;
 use crate::model::vars::VarValues;
@@ -121,11 +123,11 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
         work_dir: &ctx.work_dir,
     };
     let mut scheduler = Scheduler::new(facts, Mode::Run, redactor);
+    let sink = EventSink::new(ctx.writer.clone(), ctx.events.clone());
     let shared = Arc::new(Shared {
         run_id: ctx.run_id.clone(),
         journal: ctx.journal.clone(),
-        writer: ctx.writer.clone(),
-        events: ctx.events.clone(),
+        sink: sink.clone(),
         hard_cancel: ctx.hard.clone(),
         retry_budget: AtomicU32::new(runbook.file.runbook.retry_budget.unwrap_or(200)),
         clock: clock.clone(),
@@ -134,7 +136,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     let mut running = JoinSet::new();
     let mut stop = false;
 
-    let _ = ctx.events.send(EngineEvent::RunStarted {
+    sink.progress(EngineEvent::RunStarted {
         run_id: ctx.run_id.clone(),
         runbook: runbook.name().to_string(),
         steps: plan.instances.len(),
@@ -145,14 +147,14 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     loop {
         if !stop && (ctx.graceful.is_cancelled() || ctx.hard.is_cancelled()) {
             stop = true;
-            let _ = ctx.events.send(EngineEvent::RunCancelling { reason: "interrupted by the operator".into() });
+            sink.progress(EngineEvent::RunCancelling { reason: "interrupted by the operator".into() });
         }
         while !stop && running.len() < ctx.parallelism {
             let Some(i) = scheduler.next_ready() else { break };
             let instance = &plan.instances[i];
             match scheduler.admit(i) {
                 Admission::Skip => {
-                    let _ = ctx.events.send(EngineEvent::StepSkipped {
+                    sink.progress(EngineEvent::StepSkipped {
                         step: instance.id.clone(),
                         reason: "its `when` condition is false".into(),
                     });
@@ -161,7 +163,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                 // every step of every invocation ran or did not.
                 Admission::Reuse(reused) => pending.reused.push(reused),
                 Admission::AwaitApproval { waiting, .. } => {
-                    let _ = ctx.events.send(EngineEvent::GateWaiting {
+                    pending.told.push(EngineEvent::GateWaiting {
                         step: instance.id.clone(),
                         prompt: waiting.prompt.clone(),
                         approve_with: format!("runbook approve {} {}", ctx.run_id, instance.id),
@@ -170,6 +172,8 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                         NewEvent::new(ctx.run_id.clone(), EventData::GateWaiting(waiting))
                             .with_step(instance.id.clone(), None),
                     );
+                    // The person is told now, and the journal says it first.
+                    pending.append(&ctx.run_id, &sink).await?;
                 }
                 Admission::QueueOnKey { key } => {
                     let queued =
@@ -180,11 +184,11 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                     );
                 }
                 Admission::Unrunnable(why) => {
-                    fail_unrunnable(&ctx, i, why.message()).await?;
+                    fail_unrunnable(&ctx, &sink, i, why.message()).await?;
                     stop = true;
                 }
                 Admission::Start(admitted) => {
-                    pending.append(&ctx).await?;
+                    pending.append(&ctx.run_id, &sink).await?;
                     let job = job(&ctx, i, *admitted, scheduler.redactor());
                     scheduler.began(i, clock.now());
                     let shared = shared.clone();
@@ -195,7 +199,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
 
         // Instances waiting for a serialization key become ready again when it frees up.
         if running.is_empty() {
-            pending.append(&ctx).await?;
+            pending.append(&ctx.run_id, &sink).await?;
             if stop || !scheduler.has_ready() {
                 break;
             }
@@ -215,11 +219,19 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     let (status, counts) = scheduler.outcome(ctx.graceful.is_cancelled() || ctx.hard.is_cancelled());
     let duration = clock.since(started);
     let (critical, critical_steps, busy) = scheduler.critical_path();
-    ctx.writer
-        .append(vec![
+    let finished = EngineEvent::RunFinished {
+        run_id: ctx.run_id.clone(),
+        status,
+        duration_ms: millis(duration),
+        counts,
+        critical_path: critical_steps.clone(),
+        critical_path_ms: millis(critical),
+    };
+    sink.record(
+        vec![
             NewEvent::new(
                 ctx.run_id.clone(),
-                EventData::CriticalPath(CriticalPath { duration_ms: millis(critical), steps: critical_steps.clone() }),
+                EventData::CriticalPath(CriticalPath { duration_ms: millis(critical), steps: critical_steps }),
             ),
             NewEvent::new(
                 ctx.run_id.clone(),
@@ -231,16 +243,10 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
                     step_time_ms: millis(busy),
                 }),
             ),
-        ])
-        .await?;
-    let _ = ctx.events.send(EngineEvent::RunFinished {
-        run_id: ctx.run_id.clone(),
-        status,
-        duration_ms: millis(duration),
-        counts,
-        critical_path: critical_steps,
-        critical_path_ms: millis(critical),
-    });
+        ],
+        [finished],
+    )
+    .await?;
     Ok(RunSummary { status, counts })
 }
 
@@ -276,30 +282,32 @@ fn job(ctx: &RunContext, i: usize, admitted: Admitted, redactor: &Redactor) -> J
 }
 
 /// What was decided without running anything (reuses, approvals awaited, waits for a key),
-/// journaled with the next append: before the next step starts, or when nothing runs.
+/// journaled with the next append: before the next step starts, when a gate starts waiting, or
+/// when nothing runs. Reporters hear of it once it is journaled.
 #[derive(Default)]
 struct Pending {
     events: Vec<NewEvent>,
     /// Reused instances, journaled as one `steps_reused` event.
     reused: Vec<ReusedStep>,
+    /// What reporters are told once `events` are journaled.
+    told: Vec<EngineEvent>,
 }
 
 impl Pending {
-    async fn append(&mut self, ctx: &RunContext) -> anyhow::Result<()> {
+    async fn append(&mut self, run_id: &str, sink: &EventSink) -> anyhow::Result<()> {
         let mut batch = Vec::with_capacity(self.events.len() + 1);
+        let mut told = Vec::with_capacity(self.told.len() + 1);
         if !self.reused.is_empty() {
             let steps = std::mem::take(&mut self.reused);
-            let _ = ctx.events.send(EngineEvent::StepsReused {
+            told.push(EngineEvent::StepsReused {
                 steps: steps.iter().map(|s| s.step.clone()).collect(),
-                reason: reuse_reason(&steps, &ctx.run_id),
+                reason: reuse_reason(&steps, run_id),
             });
-            batch.push(NewEvent::new(ctx.run_id.clone(), EventData::StepsReused(StepsReused { steps })));
+            batch.push(NewEvent::new(run_id.to_string(), EventData::StepsReused(StepsReused { steps })));
         }
         batch.append(&mut self.events);
-        if !batch.is_empty() {
-            ctx.writer.append(batch).await?;
-        }
-        Ok(())
+        told.append(&mut self.told);
+        sink.record(batch, told).await
     }
 }
 
@@ -326,11 +334,19 @@ fn render_key(key: &crate::model::refs::Interpolation) -> String {
 }
 
 /// An instance that cannot even start (its inputs do not resolve) fails like a step would.
-async fn fail_unrunnable(ctx: &RunContext, i: usize, message: String) -> anyhow::Result<()> {
+async fn fail_unrunnable(ctx: &RunContext, sink: &EventSink, i: usize, message: String) -> anyhow::Result<()> {
     let instance = &ctx.plan.instances[i];
     let error = runbook_steps::StepError::permanent(message).with_code("UnresolvedInput");
-    ctx.writer
-        .append(vec![
+    let told = EngineEvent::StepFinished {
+        step: instance.id.clone(),
+        attempt: 0,
+        status: StepStatus::Failed,
+        duration_ms: 0,
+        error: Some(error.to_string()),
+        hint: None,
+    };
+    sink.record(
+        vec![
             NewEvent::new(
                 ctx.run_id.clone(),
                 EventData::StepFinished(StepFinished {
@@ -347,17 +363,10 @@ async fn fail_unrunnable(ctx: &RunContext, i: usize, message: String) -> anyhow:
                 }),
             )
             .with_step(instance.id.clone(), Some(0)),
-        ])
-        .await?;
-    let _ = ctx.events.send(EngineEvent::StepFinished {
-        step: instance.id.clone(),
-        attempt: 0,
-        status: StepStatus::Failed,
-        duration_ms: 0,
-        error: Some(error.to_string()),
-        hint: None,
-    });
-    Ok(())
+        ],
+        [told],
+    )
+    .await
 }
 
 pub type Outputs = BTreeMap<String, Value>;

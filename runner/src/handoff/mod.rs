@@ -1,8 +1,11 @@
 //! Hand-off files: one person's checkpoint values and files, carried to another person's
 //! journal. The file format, its signature, the encryption of its secrets, and reading what a
-//! journal published are each in their own module; `cli/export.rs` and `cli/import.rs` use them.
+//! journal published are each in their own module; `export` and `import` are what the commands
+//! (and rehearsals) call.
 
+pub mod export;
 pub mod format;
+pub mod import;
 pub mod link;
 pub mod published;
 pub mod sealing;

@@ -1,0 +1,378 @@
+//! Importing a hand-off: checks a hand-off file's signature, version and recipient, decrypts
+//! its secrets, and takes its values into this journal (secrets sealed) and its files into the
+//! working directory (secret ones 0600), with where they came from. Every check is made before
+//! anything is written: a refused file leaves the journal and the directory as they were.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use runbook_journal::{EventData, HANDOFF_IMPORTED, HandoffImported, Journal, NewEvent, NewRun};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::exit::{CliError, CliResult};
+use crate::handoff::format::{self, Content, Handoff};
+use crate::handoff::sealing::Identity;
+use crate::handoff::signing;
+
+pub struct ImportArgs {
+    pub file: PathBuf,
+    pub identity: Option<PathBuf>,
+    pub trust: Vec<String>,
+    pub trusted_keys: Option<PathBuf>,
+    pub dir: Option<PathBuf>,
+    pub persona: Option<String>,
+}
+
+/// A file to write, decided before anything is written.
+struct Planned {
+    key: String,
+    path: PathBuf,
+    bytes: Vec<u8>,
+    sha256: String,
+    secret: bool,
+    /// Already there with the same content.
+    present: bool,
+}
+
+fn refused(file: &Path, why: impl std::fmt::Display, hint: &str) -> CliError {
+    CliError::user_hint(format!("refusing `{}`: {why}; nothing was imported", file.display()), hint)
+}
+
+/// What an import did.
+pub enum Imported {
+    /// The same file was imported before, as this run.
+    Already {
+        run_id: String,
+    },
+    New {
+        run_id: String,
+        signer: String,
+        files: Vec<Value>,
+        handoff: Box<Handoff>,
+    },
+}
+
+/// The Azure (one each) the exporter's runs acted on, as the signed file names them.
+pub fn made_on(handoff: &Handoff) -> Vec<runbook_steps::AzureTarget> {
+    let mut targets: Vec<runbook_steps::AzureTarget> = Vec::new();
+    for run in handoff.provenance.runs.values() {
+        if let Some(target) = run.get("azure").and_then(|a| serde_json::from_value(a.clone()).ok())
+            && !targets.contains(&target)
+        {
+            targets.push(target);
+        }
+    }
+    targets
+}
+
+/// Far above any hand-off (values and a few small files); a FIFO or a device is never read.
+const MAX_HANDOFF_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Checks and takes `args.file` into the journal at `journal_path` (created if missing, and
+/// only once every check passed); returns what was done and the file's SHA-256.
+pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Imported, String)> {
+    let file = &args.file;
+    let bytes = crate::model::read::read_bytes(file, "hand-off file", MAX_HANDOFF_BYTES)
+        .map_err(|p| CliError::user_hint(format!("{}: {}", p.file, p.message), p.hint.unwrap_or_default()))?;
+    let file_sha256 = hex::encode(Sha256::digest(&bytes));
+
+    let trusted = signing::trusted_keys(&args.trust, args.trusted_keys.as_deref()).map_err(CliError::user)?;
+    if trusted.is_empty() {
+        return Err(refused(
+            file,
+            "no signer is trusted",
+            "name the exporter's SSH public key with --trust KEY, or list trusted keys in a file given by --trusted-keys (RUNBOOK_TRUSTED_KEYS)",
+        ));
+    }
+    let (body, signature) = format::split(&bytes)
+        .map_err(|e| refused(file, e, "ask the exporter for the file again, as it was written"))?;
+    let signer = signing::verify(body, &signature, &trusted).map_err(|e| {
+        refused(
+            file,
+            e,
+            "check with the exporter who signed it; trust their key with --trust only once you know it is theirs",
+        )
+    })?;
+    let handoff = format::parse(body)
+        .map_err(|e| refused(file, e, "import it with the build that exported it, or a newer one"))?;
+
+    // Re-importing the same file changes nothing.
+    let journal = match journal_path.try_exists() {
+        Ok(true) => match Journal::open_existing(journal_path) {
+            Ok(journal) => Some(journal),
+            // A journal whose creation never finished: its leftovers were just removed.
+            Err(runbook_journal::Error::NotFound(_)) => None,
+            Err(e) => return Err(e.into()),
+        },
+        _ => None,
+    };
+    if let Some(journal) = &journal {
+        journal.ensure_intact()?;
+        if let Some(run_id) = imported_before(journal, &file_sha256)? {
+            return Ok((Imported::Already { run_id }, file_sha256));
+        }
+    }
+
+    let identity = identity_for(&handoff, args, file)?;
+    let dir = std::path::absolute(args.dir.clone().unwrap_or_else(|| PathBuf::from(".")))
+        .map_err(|e| CliError::Internal(e.into()))?;
+    let (values, files) = open_contents(&handoff, identity.as_ref(), &dir, file)?;
+    if let Some(journal) = &journal {
+        check_conflicts(journal, &handoff.provenance.runbook, &values, &files, file)?;
+    }
+
+    // Everything is checked: write the files, then journal the import.
+    for planned in files.iter().filter(|f| !f.present) {
+        write_new(&planned.path, &planned.bytes, planned.secret)?;
+    }
+    let journal = match journal {
+        Some(journal) => journal,
+        None => crate::workspace::create_journal(journal_path)?,
+    };
+    let run_id = crate::who::new_run_id();
+    let outcome = journal_import(&journal, &run_id, &handoff, &file_sha256, &values, &files, args.persona.as_deref());
+    if let Err(e) = outcome {
+        for planned in files.iter().filter(|f| !f.present) {
+            let _ = std::fs::remove_file(&planned.path);
+        }
+        return Err(e);
+    }
+    let written =
+        files.iter().map(|f| json!({ "key": f.key, "path": f.path, "secret": f.secret, "sha256": f.sha256 })).collect();
+    Ok((Imported::New { run_id, signer, files: written, handoff: Box::new(handoff) }, file_sha256))
+}
+
+fn imported_before(journal: &Journal, file_sha256: &str) -> CliResult<Option<String>> {
+    let mut found = None;
+    journal.read_verified(|row| {
+        if row.kind == HANDOFF_IMPORTED
+            && let EventData::HandoffImported(imported) = row.decode()?
+            && imported.file_sha256 == file_sha256
+        {
+            found = Some(row.run_id.to_string());
+        }
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+/// The importer's identity, when the file holds secrets; it must be the one the file was
+/// encrypted to.
+fn identity_for(handoff: &Handoff, args: &ImportArgs, file: &Path) -> CliResult<Option<Identity>> {
+    let encrypted = handoff.checkpoints.values().any(|set| {
+        set.values.values().any(|c| matches!(c, Content::Encrypted(_)))
+            || set.files.values().any(|f| matches!(f.content, Content::Encrypted(_)))
+    });
+    let Some(path) = &args.identity else {
+        if encrypted {
+            return Err(refused(
+                file,
+                format!("it holds secrets encrypted to {}, and no --identity was given", handoff.recipient),
+                "give the matching private key with --identity (an age identity file or your SSH private key)",
+            ));
+        }
+        return Ok(None);
+    };
+    let identity = Identity::load(path).map_err(CliError::user)?;
+    if identity.recipient != handoff.recipient {
+        return Err(refused(
+            file,
+            format!("it was made for {}, not for {} (`{}`)", handoff.recipient, identity.recipient, path.display()),
+            "ask the exporter to export again with --to your public key",
+        ));
+    }
+    Ok(Some(identity))
+}
+
+type Values = BTreeMap<String, BTreeMap<String, (Value, bool)>>;
+
+/// Every value (with whether it is secret) and file, decrypted and checked, by checkpoint.
+fn open_contents(
+    handoff: &Handoff,
+    identity: Option<&Identity>,
+    dir: &Path,
+    file: &Path,
+) -> CliResult<(Values, Vec<Planned>)> {
+    let decrypt = |key: &str, armored: &str| -> CliResult<Vec<u8>> {
+        let identity = identity.ok_or_else(|| CliError::Internal(anyhow::anyhow!("no identity for `{key}`")))?;
+        identity.decrypt(armored).map_err(|e| {
+            refused(file, format!("`{key}` cannot be decrypted ({e})"), "ask the exporter for the file again")
+        })
+    };
+    let mut values = Values::new();
+    let mut files = Vec::new();
+    for (checkpoint, set) in &handoff.checkpoints {
+        let entry = values.entry(checkpoint.clone()).or_default();
+        for (name, content) in &set.values {
+            let key = format!("{checkpoint}.{name}");
+            match content {
+                Content::Plain(value) => {
+                    entry.insert(name.clone(), (value.clone(), false));
+                }
+                Content::Encrypted(armored) => {
+                    let value = serde_json::from_slice(&decrypt(&key, armored)?).map_err(|e| {
+                        refused(
+                            file,
+                            format!("`{key}` is not a JSON value ({e})"),
+                            "ask the exporter for the file again",
+                        )
+                    })?;
+                    entry.insert(name.clone(), (value, true));
+                }
+                Content::Omitted => {}
+            }
+        }
+        for (name, handed) in &set.files {
+            let key = format!("{checkpoint}.{name}");
+            let bytes = match &handed.content {
+                Content::Plain(Value::String(b64)) => {
+                    base64::engine::general_purpose::STANDARD.decode(b64).map_err(|e| {
+                        refused(file, format!("`{key}` is not base64 ({e})"), "ask the exporter for the file again")
+                    })?
+                }
+                Content::Plain(_) => {
+                    return Err(refused(
+                        file,
+                        format!("`{key}` has no content"),
+                        "ask the exporter for the file again",
+                    ));
+                }
+                Content::Encrypted(armored) => decrypt(&key, armored)?,
+                Content::Omitted => continue,
+            };
+            let sha256 = hex::encode(Sha256::digest(&bytes));
+            if sha256 != handed.sha256 {
+                return Err(refused(
+                    file,
+                    format!("`{key}` does not match its SHA-256"),
+                    "ask the exporter for the file again",
+                ));
+            }
+            let plain_name =
+                Path::new(&handed.file_name).file_name().filter(|n| n.to_str() == Some(handed.file_name.as_str()));
+            let Some(plain_name) = plain_name else {
+                return Err(refused(
+                    file,
+                    format!("`{key}` names the file `{}`, which is not a plain file name", handed.file_name),
+                    "ask the exporter for the file again",
+                ));
+            };
+            let path = dir.join(plain_name);
+            let present = match std::fs::read(&path) {
+                Ok(existing) if existing == bytes => true,
+                Ok(_) => {
+                    return Err(refused(
+                        file,
+                        format!("`{}` exists with other content than `{key}`", path.display()),
+                        "import into another directory with --dir, or move the existing file away",
+                    ));
+                }
+                Err(_) => false,
+            };
+            entry.insert(name.clone(), (Value::String(path.display().to_string()), handed.secret));
+            files.push(Planned { key, path, bytes, sha256, secret: handed.secret, present });
+        }
+    }
+    Ok((values, files))
+}
+
+/// A value this journal already holds for the same runbook's checkpoint (from a local run or an
+/// earlier import) must be the same; a file value must have the same content.
+fn check_conflicts(journal: &Journal, runbook: &str, values: &Values, files: &[Planned], file: &Path) -> CliResult<()> {
+    let prior = crate::plan::load_prior(journal, runbook, None, false).map_err(CliError::Internal)?;
+    let mut conflicts = Vec::new();
+    for (checkpoint, outputs) in values {
+        let Some(done) = prior.done.get(checkpoint).filter(|d| d.kind == runbook_steps::Checkpoint::NAME) else {
+            continue;
+        };
+        for (name, (value, _)) in outputs {
+            let key = format!("{checkpoint}.{name}");
+            let Some(existing) = done.outputs.get(name) else { continue };
+            let same = match files.iter().find(|f| f.key == key) {
+                Some(planned) => existing
+                    .as_str()
+                    .and_then(|p| std::fs::read(p).ok())
+                    .is_some_and(|b| hex::encode(Sha256::digest(&b)) == planned.sha256),
+                None => existing == value,
+            };
+            if !same {
+                conflicts.push(key);
+            }
+        }
+    }
+    if conflicts.is_empty() {
+        return Ok(());
+    }
+    Err(refused(
+        file,
+        format!(
+            "this journal already holds other values for {} (run {})",
+            conflicts.join(", "),
+            prior.done.values().map(|d| d.run_id.as_str()).max().unwrap_or("?")
+        ),
+        "import into a fresh journal (--journal), or run the runbook again to replace the values locally",
+    ))
+}
+
+fn write_new(path: &Path, bytes: &[u8], secret: bool) -> CliResult<()> {
+    let fail = |e: std::io::Error| CliError::user(format!("cannot write `{}`: {e}", path.display()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true).mode(if secret { 0o600 } else { 0o644 });
+    let mut out = options.open(path).map_err(fail)?;
+    out.write_all(bytes).and_then(|()| out.sync_all()).map_err(fail)
+}
+
+fn journal_import(
+    journal: &Journal,
+    run_id: &str,
+    handoff: &Handoff,
+    file_sha256: &str,
+    values: &Values,
+    files: &[Planned],
+    persona: Option<&str>,
+) -> CliResult<()> {
+    let checkpoints: Map<String, Value> = values
+        .iter()
+        .map(|(checkpoint, outputs)| {
+            let journaled: Map<String, Value> = outputs
+                .iter()
+                .map(|(name, (value, secret))| {
+                    let is_file = files.iter().any(|f| f.key == format!("{checkpoint}.{name}"));
+                    let stored = if *secret && !is_file {
+                        json!({ "$sealed": journal.seal(&serde_json::to_vec(value).expect("values serialize")) })
+                    } else {
+                        value.clone()
+                    };
+                    (name.clone(), stored)
+                })
+                .collect();
+            (checkpoint.clone(), Value::Object(journaled))
+        })
+        .collect();
+    let file_rows: Map<String, Value> = files
+        .iter()
+        .map(|f| (f.key.clone(), json!({ "path": f.path, "sha256": f.sha256, "secret": f.secret })))
+        .collect();
+    journal.create_run(&NewRun {
+        id: run_id.to_string(),
+        runbook: handoff.provenance.runbook.clone(),
+        runbook_digest: handoff.provenance.runbook_digest.clone(),
+        // Marks the run as an import: there is nothing of it to resume.
+        vars: json!({ "handoff": { "file_sha256": file_sha256 } }),
+        who: crate::who::who(persona),
+    })?;
+    let imported = HandoffImported {
+        file_sha256: file_sha256.to_string(),
+        provenance: handoff.provenance.clone(),
+        recipient: handoff.recipient.clone(),
+        checkpoints,
+        files: file_rows,
+        omitted_secrets: handoff.omitted_secrets.clone(),
+    };
+    journal.append(&[NewEvent::new(run_id, EventData::HandoffImported(imported))])?;
+    Ok(())
+}
