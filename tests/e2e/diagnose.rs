@@ -243,6 +243,15 @@ fn external_dns_credentials_refused() {
 }
 
 #[test]
+fn external_dns_secret_expired() {
+    diagnosed_and_fixed(
+        "external-dns-secret-expired",
+        "external-dns-secret-expired",
+        "passwordCredentials.endDateTime",
+    );
+}
+
+#[test]
 fn control_plane_pods_without_room_on_the_management_cluster() {
     diagnosed_and_fixed("mgmt-no-capacity", "management-cluster-capacity", "status.conditions[PodScheduled]");
 }

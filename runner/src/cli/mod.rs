@@ -280,7 +280,8 @@ pub enum Command {
     /// Why the deployment the journals made is not healthy: reads (GET only) the HostedClusters'
     /// and NodePools' conditions and finalizers, the pods, nodes and events of the management
     /// cluster, the identities' federated credentials against the cluster's issuer and service
-    /// accounts, the issuer as Entra reads it, and the clusters' network security groups; names
+    /// accounts, the issuer as Entra reads it, the Entra applications' client secret dates, and
+    /// the clusters' network security groups; names
     /// each cause with its evidence and fix (exit 8; 0 healthy). With `--journal A --journal B`
     /// (one per person) the journals make one history
     Diagnose,

@@ -1,7 +1,8 @@
 //! What `diagnose` reads, all with GET requests: the management cluster's HostedClusters,
 //! NodePools, the control-plane and operator pods and their Events; in Azure the identities the
 //! runs made with their federated credentials as they are now, the storage containers and
-//! network security groups; the issuers' documents as Entra fetches them (anonymously). Which
+//! network security groups; in Entra the applications the runs made, with their client secrets'
+//! dates; the issuers' documents as Entra fetches them (anonymously). Which
 //! objects to read comes from the journals' ledger; a part that cannot be read is recorded as
 //! unchecked and the rest is still read.
 
@@ -69,6 +70,17 @@ pub struct ProgramRun {
     pub argv: Vec<String>,
 }
 
+/// A step a run finished (or reused), for fixes that name what it wrote: its kind, its inputs as
+/// journaled (secrets redacted) and the file it wrote, if any (a template's `path`).
+#[derive(Clone, Debug)]
+pub struct StepMade {
+    pub run: String,
+    pub step: String,
+    pub kind: String,
+    pub inputs: Value,
+    pub path: Option<String>,
+}
+
 /// Everything read.
 #[derive(Debug, Default)]
 pub struct Scene {
@@ -86,6 +98,10 @@ pub struct Scene {
     pub issuers: Vec<IssuerRead>,
     pub makers: Vec<Maker>,
     pub programs: Vec<ProgramRun>,
+    pub steps: Vec<StepMade>,
+    /// The Entra applications the runs made, as Graph returns them (`passwordCredentials` with
+    /// each secret's key id and dates, never its value).
+    pub applications: Vec<Value>,
     pub runs: Vec<RunView>,
     pub unchecked: Vec<Unchecked>,
     /// Whether the management cluster could be read at all.
@@ -153,8 +169,14 @@ fn name_of(object: &Value) -> (String, String) {
 }
 
 /// Reads the scene. `runs` are the journals' runs, `ledger` what they left.
-pub async fn read_scene(readers: &Readers, ledger: &Ledger, runs: Vec<RunView>, programs: Vec<ProgramRun>) -> Scene {
-    let mut scene = Scene { runs, programs, ..Scene::default() };
+pub async fn read_scene(
+    readers: &Readers,
+    ledger: &Ledger,
+    runs: Vec<RunView>,
+    programs: Vec<ProgramRun>,
+    steps: Vec<StepMade>,
+) -> Scene {
+    let mut scene = Scene { runs, programs, steps, ..Scene::default() };
     for expected in ledger.objects() {
         if let Some(run) = expected.runs.last() {
             scene.makers.push(Maker { key: expected.key.clone(), step: expected.step.clone(), run: run.clone() });
@@ -162,6 +184,7 @@ pub async fn read_scene(readers: &Readers, ledger: &Ledger, runs: Vec<RunView>, 
     }
     read_cluster(readers, ledger, &mut scene).await;
     read_azure(readers, ledger, &mut scene).await;
+    read_applications(readers, ledger, &mut scene).await;
     read_issuers(readers, ledger, &mut scene).await;
     scene
 }
@@ -308,6 +331,35 @@ async fn read_azure(readers: &Readers, ledger: &Ledger, scene: &mut Scene) {
                 Ok(None) => {}
                 Err(error) => unchecked(scene, &id, &error.message),
             }
+        }
+    }
+}
+
+/// The applications the runs made, by object id; a missing one is `verify`'s to report.
+async fn read_applications(readers: &Readers, ledger: &Ledger, scene: &mut Scene) {
+    let object_ids: Vec<&String> = ledger
+        .objects()
+        .iter()
+        .filter_map(|o| match &o.check {
+            Check::Application { object_id, .. } => Some(object_id),
+            _ => None,
+        })
+        .collect();
+    if object_ids.is_empty() {
+        return;
+    }
+    let reader = match readers.graph().await {
+        Ok(reader) => reader,
+        Err((_, message)) => {
+            unchecked(scene, "Entra applications (their client secrets' end dates)", &message);
+            return;
+        }
+    };
+    for object_id in object_ids {
+        match reader.get("applications", object_id).await {
+            Ok(Some(app)) => scene.applications.push(app),
+            Ok(None) => {}
+            Err(error) => unchecked(scene, &format!("application {object_id}"), &error.message),
         }
     }
 }

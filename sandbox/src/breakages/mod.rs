@@ -15,6 +15,18 @@
 //! What Azure and the management cluster show once the breakage is in effect, for a diagnosis
 //! to match (the cluster `NAME` in namespace `NS`, its control plane in `NS-NAME`):
 //!
+//! - `external-dns-secret-expired` (after Phase 2): the password credential of the External DNS
+//!   application that its credentials file holds has `endDateTime` a day in the past (and
+//!   `startDateTime` two years before that), and the external-dns pod has been restarted (a
+//!   new process signs in at once; the running one would at its next token refresh, within the
+//!   hour). Entra answers the client-credentials request `401 invalid_client` with `AADSTS7000222:
+//!   The provided client secret keys for app '<app id>' are expired. …`; the new pod goes to
+//!   `CrashLoopBackOff` (not Ready), with a `Warning` Event `BackOff` quoting that error, and no
+//!   record set is written. Fix: a new secret for the application (Phase 1's
+//!   `external_dns_password` step run again: it also rewrites `azure_mgmt.json`), then the
+//!   secret `hypershift/external-dns-credentials` replaced from that file (`kubectl delete
+//!   secret …` and `kubectl create secret generic … --from-file=credentials=<azure_mgmt.json>`):
+//!   external-dns signs in again with the new secret and becomes Ready.
 //! - `mgmt-no-capacity` (after Phase 2): the Deployment `data-platform/batch-ingest` (3
 //!   replicas, each requesting `2450m` CPU of the node's `7500m` allocatable) runs on the
 //!   management cluster. The control plane's pods that do not fit (etcd `300m`, kube-apiserver
@@ -83,6 +95,9 @@ pub enum Breakage {
     /// External DNS's credentials secret on the management cluster holds a wrong client secret
     /// (AADSTS7000215).
     ExternalDnsSecret,
+    /// External DNS's client secret has passed its end date, and external-dns asks for a new
+    /// token (AADSTS7000222).
+    ExternalDnsSecretExpired,
     /// Another team's Deployment on the management cluster requests most of the nodes' CPU:
     /// the control plane's pods stay Pending (FailedScheduling, Insufficient cpu).
     MgmtNoCapacity,
@@ -138,6 +153,13 @@ pub const BREAKAGES: &[BreakageInfo] = &[
         stops_after: 3,
     },
     BreakageInfo {
+        breakage: Breakage::ExternalDnsSecretExpired,
+        name: "external-dns-secret-expired",
+        after_phase: 2,
+        reproduces: "DNS not resolving: External DNS's client secret has expired, so Entra refuses it and no record is written",
+        stops_after: 3,
+    },
+    BreakageInfo {
         breakage: Breakage::MgmtNoCapacity,
         name: "mgmt-no-capacity",
         after_phase: 2,
@@ -182,6 +204,7 @@ impl Breakage {
             Breakage::IssuerTrailingSlash => identity::issuer_trailing_slash(shared),
             Breakage::PrivateOidcContainer => identity::private_issuer_container(shared),
             Breakage::ExternalDnsSecret => external_dns::wrong_secret(shared),
+            Breakage::ExternalDnsSecretExpired => external_dns::expired_secret(shared),
             Breakage::MgmtNoCapacity => capacity::cpu_hog(shared),
             Breakage::NsgDenyApi => network::deny_api(shared),
             Breakage::DestroyStuckFinalizer => finalizer::stuck_finalizer(shared),

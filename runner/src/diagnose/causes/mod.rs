@@ -6,6 +6,7 @@ mod cleanup;
 mod cluster;
 mod control_plane;
 mod external_dns;
+mod external_dns_expired;
 mod fix;
 mod identity;
 mod workers;
