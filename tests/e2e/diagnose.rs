@@ -266,6 +266,11 @@ fn a_deletion_held_by_a_foreign_finalizer() {
     diagnosed_and_fixed("destroy-stuck-finalizer", "deletion-blocked-by-finalizer", "metadata.finalizers");
 }
 
+#[test]
+fn role_assignments_of_an_earlier_cluster_with_the_same_infra_id() {
+    diagnosed_and_fixed("stale-role-assignments", "stale-role-assignments", "properties.principalId");
+}
+
 /// A healthy rehearsal: `diagnose` finds nothing, reads everything, writes nothing.
 #[test]
 fn a_healthy_deployment() {

@@ -72,12 +72,21 @@
 //!   '[{"op":"remove","path":"/metadata/finalizers/0"}]'` (the index of the foreign finalizer),
 //!   then `runbook resume`: destroy finds only its own finalizer, finishes and the HostedCluster
 //!   is gone.
+//! - `stale-role-assignments` (after Phase 3): three `Contributor` role assignments named
+//!   `uuidv5(DNS, "<infraID>-cpo-<scope>")` on the cluster's managed, NSG and VNet resource
+//!   groups, for a principal id no directory object has: the control-plane operator's identity
+//!   of an earlier cluster with the same infra id, deleted since (Azure keeps an assignment
+//!   whose principal is deleted). Nothing fails: the current `create cluster azure` replaces a
+//!   same-named assignment of another principal, and the procedure's identities have no `cpo`
+//!   component, so these stay, granting Contributor to nobody. `GET servicePrincipals/<id>`
+//!   answers 404. Fix: `az role assignment delete --ids <id> …`.
 
 mod capacity;
 mod external_dns;
 mod finalizer;
 mod identity;
 mod network;
+mod roles;
 
 use crate::Shared;
 
@@ -107,6 +116,9 @@ pub enum Breakage {
     /// The HostedCluster carries another tool's finalizer that nothing removes: its deletion
     /// never completes and `hypershift destroy cluster azure` times out.
     DestroyStuckFinalizer,
+    /// Role assignments an earlier cluster with the same infra id left for an identity that was
+    /// deleted since: names of the infra id, principals that resolve to nothing.
+    StaleRoleAssignments,
 }
 
 /// What a breakage is, for `--break` and the reports.
@@ -180,6 +192,13 @@ pub const BREAKAGES: &[BreakageInfo] = &[
         reproduces: "destroy hangs: the HostedCluster keeps a finalizer of another tool that no controller removes",
         stops_after: 5,
     },
+    BreakageInfo {
+        breakage: Breakage::StaleRoleAssignments,
+        name: "stale-role-assignments",
+        after_phase: 3,
+        reproduces: "role assignments left over from an earlier cluster with the same infra id, for identities deleted since (users' reports)",
+        stops_after: 3,
+    },
 ];
 
 impl Breakage {
@@ -208,6 +227,7 @@ impl Breakage {
             Breakage::MgmtNoCapacity => capacity::cpu_hog(shared),
             Breakage::NsgDenyApi => network::deny_api(shared),
             Breakage::DestroyStuckFinalizer => finalizer::stuck_finalizer(shared),
+            Breakage::StaleRoleAssignments => roles::stale_assignments(shared),
         }
     }
 }
