@@ -289,6 +289,8 @@ fn a_healthy_deployment() {
     assert_eq!(run.code, 0, "{}", run.all());
     assert!(run.stdout.contains("HostedCluster clusters/") && run.stdout.contains("is Available"), "{}", run.all());
     assert!(run.stdout.contains("healthy: nothing wrong found"), "{}", run.all());
+    // The cluster's own role assignments are found by HyperShift's names for its infra id.
+    assert!(run.stdout.contains("role assignments of infra id"), "{}", run.all());
     let writes = writes_after(&rehearsed.sandbox.requests(), before);
     assert!(writes.is_empty(), "diagnose wrote: {writes:?}");
 }

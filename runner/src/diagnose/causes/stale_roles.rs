@@ -103,3 +103,59 @@ pub fn find(scene: &Scene, diagnosis: &mut Diagnosis) {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::scene::AssignmentRead;
+
+    const SUB: &str = "00000000-0000-0000-0000-000000000000";
+
+    fn cluster() -> Value {
+        json!({"metadata": {"namespace": "clusters", "name": "example"}, "spec": {"infraID": "example", "platform": {"azure": {
+            "subscriptionID": SUB, "resourceGroup": "example-managed-rg",
+            "securityGroupID": format!("/subscriptions/{SUB}/resourceGroups/nsg-rg/providers/Microsoft.Network/networkSecurityGroups/nsg"),
+            "vnetID": format!("/subscriptions/{SUB}/resourceGroups/vnet-rg/providers/Microsoft.Network/virtualNetworks/vnet"),
+        }}}})
+    }
+
+    fn assignment(name: &str, scope: &str, exists: Option<bool>) -> AssignmentRead {
+        AssignmentRead {
+            body: json!({"id": format!("{scope}/providers/Microsoft.Authorization/roleAssignments/{name}"), "name": name,
+                "properties": {"scope": scope, "principalId": "p", "principalType": "ServicePrincipal",
+                    "roleDefinitionId": format!("/subscriptions/{SUB}/providers/Microsoft.Authorization/roleDefinitions/b24988ac-6180-42a0-ab88-20f7382dd24c")}}),
+            principal_exists: exists,
+        }
+    }
+
+    #[test]
+    fn names_are_hypershifts_uuidv5_of_infra_id_component_and_scope() {
+        // Python: uuid.uuid5(uuid.NAMESPACE_DNS, "example-cpo-/subscriptions/…/resourceGroups/example-managed-rg")
+        let scope = format!("/subscriptions/{SUB}/resourceGroups/example-managed-rg");
+        assert_eq!(assignment_name("example", "cpo", &scope), "925ba941-5ce4-5202-92c1-66dd69e8e496");
+    }
+
+    #[test]
+    fn only_the_infra_ids_assignments_whose_principal_is_gone_are_a_cause() {
+        let managed = format!("/subscriptions/{SUB}/resourceGroups/example-managed-rg");
+        let nsg = format!("/subscriptions/{SUB}/resourceGroups/nsg-rg");
+        let scene = Scene {
+            clusters: vec![cluster()],
+            role_assignments: vec![
+                assignment(&assignment_name("example", "cpo", &managed), &managed, Some(false)),
+                assignment(&assignment_name("example", "azure-disk", &managed), &managed, Some(true)),
+                // Not named for this infra id: someone else's, left alone.
+                assignment("11111111-1111-1111-1111-111111111111", &nsg, Some(false)),
+            ],
+            ..Scene::default()
+        };
+        let mut diagnosis = Diagnosis::default();
+        find(&scene, &mut diagnosis);
+        assert_eq!(diagnosis.causes.len(), 1, "{diagnosis:#?}");
+        let commands = &diagnosis.causes[0].fix.commands;
+        assert_eq!(commands.len(), 1);
+        assert!(commands[0].starts_with("az role assignment delete --ids /subscriptions/"), "{commands:?}");
+        assert!(commands[0].contains(&assignment_name("example", "cpo", &managed)), "{commands:?}");
+        assert!(!commands[0].contains("11111111-"), "{commands:?}");
+    }
+}
