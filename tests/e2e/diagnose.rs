@@ -243,6 +243,15 @@ fn external_dns_credentials_refused() {
 }
 
 #[test]
+fn external_dns_secret_expired() {
+    diagnosed_and_fixed(
+        "external-dns-secret-expired",
+        "external-dns-secret-expired",
+        "passwordCredentials.endDateTime",
+    );
+}
+
+#[test]
 fn control_plane_pods_without_room_on_the_management_cluster() {
     diagnosed_and_fixed("mgmt-no-capacity", "management-cluster-capacity", "status.conditions[PodScheduled]");
 }
@@ -255,6 +264,11 @@ fn an_nsg_rule_denying_the_api_port_to_the_nodes() {
 #[test]
 fn a_deletion_held_by_a_foreign_finalizer() {
     diagnosed_and_fixed("destroy-stuck-finalizer", "deletion-blocked-by-finalizer", "metadata.finalizers");
+}
+
+#[test]
+fn role_assignments_of_an_earlier_cluster_with_the_same_infra_id() {
+    diagnosed_and_fixed("stale-role-assignments", "stale-role-assignments", "properties.principalId");
 }
 
 /// A healthy rehearsal: `diagnose` finds nothing, reads everything, writes nothing.
@@ -275,6 +289,8 @@ fn a_healthy_deployment() {
     assert_eq!(run.code, 0, "{}", run.all());
     assert!(run.stdout.contains("HostedCluster clusters/") && run.stdout.contains("is Available"), "{}", run.all());
     assert!(run.stdout.contains("healthy: nothing wrong found"), "{}", run.all());
+    // The cluster's own role assignments are found by HyperShift's names for its infra id.
+    assert!(run.stdout.contains("role assignments of infra id"), "{}", run.all());
     let writes = writes_after(&rehearsed.sandbox.requests(), before);
     assert!(writes.is_empty(), "diagnose wrote: {writes:?}");
 }

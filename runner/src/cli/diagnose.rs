@@ -13,7 +13,7 @@ use crate::cli::Env;
 use crate::cli::audit::open_all;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::verify::ledger_of;
-use crate::diagnose::scene::{ProgramRun, RunView};
+use crate::diagnose::scene::{ProgramRun, RunView, StepMade};
 use crate::diagnose::{Diagnosis, diagnose as find_causes, read_scene};
 use crate::verify::{Readers, made_by};
 
@@ -33,6 +33,7 @@ pub async fn diagnose(env: &Env, paths: &[std::path::PathBuf]) -> CliResult {
     let (runs, ledger, _) = ledger_of(env, &journals)?;
     let mut views = Vec::new();
     let mut programs = Vec::new();
+    let mut steps = Vec::new();
     for run in &runs {
         let (path, journal) = &journals[run.journal];
         for made in made_by(journal, None, &run.record.id).map_err(CliError::Internal)? {
@@ -41,8 +42,16 @@ pub async fn diagnose(env: &Env, paths: &[std::path::PathBuf]) -> CliResult {
                 .map(|a| a.iter().filter_map(|w| w.as_str().map(String::from)).collect())
                 .unwrap_or_default();
             if !argv.is_empty() {
-                programs.push(ProgramRun { run: run.record.id.clone(), step: made.step, argv });
+                programs.push(ProgramRun { run: run.record.id.clone(), step: made.step.clone(), argv });
             }
+            let path = made.outputs.get("path").and_then(|p| p.as_str()).map(String::from);
+            steps.push(StepMade {
+                run: run.record.id.clone(),
+                step: made.step,
+                kind: made.kind,
+                inputs: made.inputs,
+                path,
+            });
         }
         views.push(RunView {
             id: run.record.id.clone(),
@@ -53,7 +62,7 @@ pub async fn diagnose(env: &Env, paths: &[std::path::PathBuf]) -> CliResult {
     }
     let work_dir = std::env::current_dir().map_err(|e| CliError::Internal(e.into()))?;
     let readers = Readers::new(env.azure.clone(), work_dir);
-    let scene = read_scene(&readers, &ledger, views, programs).await;
+    let scene = read_scene(&readers, &ledger, views, programs, steps).await;
     let diagnosis = find_causes(&scene);
 
     record(&journals, &diagnosis)?;

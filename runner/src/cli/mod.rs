@@ -282,9 +282,11 @@ pub enum Command {
     /// Why the deployment the journals made is not healthy: reads (GET only) the HostedClusters'
     /// and NodePools' conditions and finalizers, the pods, nodes and events of the management
     /// cluster, the identities' federated credentials against the cluster's issuer and service
-    /// accounts, the issuer as Entra reads it, and the clusters' network security groups; names
-    /// each cause with its evidence and fix (exit 8; 0 healthy). With `--journal A --journal B`
-    /// (one per person) the journals make one history
+    /// accounts, the issuer as Entra reads it, the Entra applications' client secret dates, the
+    /// clusters' network security groups, and the role assignments on the clusters' resource
+    /// groups with whether their principals still exist; names each cause with its evidence and
+    /// fix (exit 8; 0 healthy). With `--journal A --journal B` (one per person) the journals make
+    /// one history
     Diagnose,
     /// Check what a runbook needs on this machine and account: programs, hypershift flags, kube
     /// access and permissions, Azure sign-in and permissions (`run` makes the same checks first)

@@ -255,7 +255,11 @@ fn check_breakage(breakage: runbook_sandbox::Breakage, phase: Option<u8>, extern
             format!("rehearse at least up to phase {after} (or leave --phase out)"),
         ));
     }
-    if breakage == runbook_sandbox::Breakage::ExternalDnsSecret && !external_dns {
+    let breaks_external_dns = matches!(
+        breakage,
+        runbook_sandbox::Breakage::ExternalDnsSecret | runbook_sandbox::Breakage::ExternalDnsSecretExpired
+    );
+    if breaks_external_dns && !external_dns {
         return Err(CliError::user_hint(
             format!("`--break {}` breaks External DNS, which --no-external-dns leaves out", breakage.name()),
             "drop --no-external-dns",

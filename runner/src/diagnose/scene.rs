@@ -1,7 +1,8 @@
 //! What `diagnose` reads, all with GET requests: the management cluster's HostedClusters,
 //! NodePools, the control-plane and operator pods and their Events; in Azure the identities the
 //! runs made with their federated credentials as they are now, the storage containers and
-//! network security groups; the issuers' documents as Entra fetches them (anonymously). Which
+//! network security groups; in Entra the applications the runs made, with their client secrets'
+//! dates; the issuers' documents as Entra fetches them (anonymously). Which
 //! objects to read comes from the journals' ledger; a part that cannot be read is recorded as
 //! unchecked and the rest is still read.
 
@@ -17,6 +18,7 @@ const HYPERSHIFT_API: &str = "hypershift.openshift.io/v1beta1";
 pub const OPERATOR_NAMESPACE: &str = "hypershift";
 const IDENTITY_API_VERSION: &str = "2023-01-31";
 const NETWORK_API_VERSION: &str = "2024-05-01";
+const AUTHORIZATION_API_VERSION: &str = "2022-04-01";
 
 /// An ARM object as read now.
 #[derive(Clone, Debug)]
@@ -69,6 +71,25 @@ pub struct ProgramRun {
     pub argv: Vec<String>,
 }
 
+/// A step a run finished (or reused), for fixes that name what it wrote: its kind, its inputs as
+/// journaled (secrets redacted) and the file it wrote, if any (a template's `path`).
+#[derive(Clone, Debug)]
+pub struct StepMade {
+    pub run: String,
+    pub step: String,
+    pub kind: String,
+    pub inputs: Value,
+    pub path: Option<String>,
+}
+
+/// A role assignment on a resource group a HostedCluster uses, and whether its principal still
+/// resolves in Entra (`None`: not looked up, as for users and groups).
+#[derive(Clone, Debug)]
+pub struct AssignmentRead {
+    pub body: Value,
+    pub principal_exists: Option<bool>,
+}
+
 /// Everything read.
 #[derive(Debug, Default)]
 pub struct Scene {
@@ -83,9 +104,15 @@ pub struct Scene {
     pub identities: Vec<Identity>,
     pub containers: Vec<ArmObject>,
     pub network_security_groups: Vec<ArmObject>,
+    /// The role assignments on each cluster's resource groups ([`cluster_scopes`]).
+    pub role_assignments: Vec<AssignmentRead>,
     pub issuers: Vec<IssuerRead>,
     pub makers: Vec<Maker>,
     pub programs: Vec<ProgramRun>,
+    pub steps: Vec<StepMade>,
+    /// The Entra applications the runs made, as Graph returns them (`passwordCredentials` with
+    /// each secret's key id and dates, never its value).
+    pub applications: Vec<Value>,
     pub runs: Vec<RunView>,
     pub unchecked: Vec<Unchecked>,
     /// Whether the management cluster could be read at all.
@@ -129,6 +156,24 @@ impl Scene {
     }
 }
 
+/// The resource groups a HostedCluster's role assignments are made on, as scopes: its managed
+/// group, and those of its network security group and virtual network (`hypershift create
+/// cluster azure` assigns the workload identities' roles there).
+pub fn cluster_scopes(cluster: &Value) -> Vec<String> {
+    let azure = &cluster["spec"]["platform"]["azure"];
+    let Some(subscription) = azure["subscriptionID"].as_str() else { return Vec::new() };
+    let group = |id: &str| {
+        let at = id.to_ascii_lowercase().find("/resourcegroups/")? + "/resourcegroups/".len();
+        id[at..].split('/').next().map(str::to_string)
+    };
+    let mut groups: Vec<String> = azure["resourceGroup"].as_str().map(str::to_string).into_iter().collect();
+    groups.extend([&azure["securityGroupID"], &azure["vnetID"]].iter().filter_map(|id| id.as_str().and_then(group)));
+    let mut scopes: Vec<String> =
+        groups.iter().map(|g| format!("/subscriptions/{subscription}/resourceGroups/{g}")).collect();
+    scopes.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    scopes
+}
+
 /// `namespace/name` of a Kubernetes object, as kubectl names it.
 pub fn qualified_name(object: &Value) -> String {
     let (namespace, name) = name_of(object);
@@ -153,8 +198,14 @@ fn name_of(object: &Value) -> (String, String) {
 }
 
 /// Reads the scene. `runs` are the journals' runs, `ledger` what they left.
-pub async fn read_scene(readers: &Readers, ledger: &Ledger, runs: Vec<RunView>, programs: Vec<ProgramRun>) -> Scene {
-    let mut scene = Scene { runs, programs, ..Scene::default() };
+pub async fn read_scene(
+    readers: &Readers,
+    ledger: &Ledger,
+    runs: Vec<RunView>,
+    programs: Vec<ProgramRun>,
+    steps: Vec<StepMade>,
+) -> Scene {
+    let mut scene = Scene { runs, programs, steps, ..Scene::default() };
     for expected in ledger.objects() {
         if let Some(run) = expected.runs.last() {
             scene.makers.push(Maker { key: expected.key.clone(), step: expected.step.clone(), run: run.clone() });
@@ -162,6 +213,8 @@ pub async fn read_scene(readers: &Readers, ledger: &Ledger, runs: Vec<RunView>, 
     }
     read_cluster(readers, ledger, &mut scene).await;
     read_azure(readers, ledger, &mut scene).await;
+    read_applications(readers, ledger, &mut scene).await;
+    read_role_assignments(readers, &mut scene).await;
     read_issuers(readers, ledger, &mut scene).await;
     scene
 }
@@ -308,6 +361,99 @@ async fn read_azure(readers: &Readers, ledger: &Ledger, scene: &mut Scene) {
                 Ok(None) => {}
                 Err(error) => unchecked(scene, &id, &error.message),
             }
+        }
+    }
+}
+
+/// The role assignments on each cluster's resource groups (those at exactly that scope), and for
+/// each service principal they name whether Entra still has it.
+async fn read_role_assignments(readers: &Readers, scene: &mut Scene) {
+    let mut scopes: Vec<String> = scene.clusters.iter().flat_map(cluster_scopes).collect();
+    scopes.sort_by_key(|s| s.to_ascii_lowercase());
+    scopes.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    if scopes.is_empty() {
+        return;
+    }
+    let arm = match readers.arm().await {
+        Ok(reader) => reader,
+        Err((_, message)) => {
+            unchecked(scene, "role assignments on the clusters' resource groups", &message);
+            return;
+        }
+    };
+    let mut found = Vec::new();
+    for scope in &scopes {
+        let path = format!("{scope}/providers/Microsoft.Authorization/roleAssignments");
+        match arm.get(&path, AUTHORIZATION_API_VERSION).await {
+            Ok(list) => found.extend(
+                list.and_then(|l| l["value"].as_array().cloned())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|a| a["properties"]["scope"].as_str().is_some_and(|s| s.eq_ignore_ascii_case(scope))),
+            ),
+            Err(error) => unchecked(scene, &format!("role assignments at {scope}"), &error.message),
+        }
+    }
+    let graph = match readers.graph().await {
+        Ok(reader) => Some(reader),
+        Err((_, message)) => {
+            unchecked(scene, "the role assignments' principals in Entra", &message);
+            None
+        }
+    };
+    // Each principal looked up once.
+    let mut known: Vec<(String, Option<bool>)> = Vec::new();
+    for body in found {
+        let principal = body["properties"]["principalId"].as_str().unwrap_or_default().to_ascii_lowercase();
+        let is_service_principal = body["properties"]["principalType"] == "ServicePrincipal";
+        let exists = match known.iter().find(|(p, _)| *p == principal) {
+            Some((_, exists)) => *exists,
+            None => {
+                let exists = match graph {
+                    Some(graph) if is_service_principal && !principal.is_empty() => {
+                        match graph.get("servicePrincipals", &principal).await {
+                            Ok(found) => Some(found.is_some()),
+                            Err(error) => {
+                                unchecked(scene, &format!("service principal {principal}"), &error.message);
+                                None
+                            }
+                        }
+                    }
+                    _ => None,
+                };
+                known.push((principal, exists));
+                exists
+            }
+        };
+        scene.role_assignments.push(AssignmentRead { body, principal_exists: exists });
+    }
+}
+
+/// The applications the runs made, by object id; a missing one is `verify`'s to report.
+async fn read_applications(readers: &Readers, ledger: &Ledger, scene: &mut Scene) {
+    let object_ids: Vec<&String> = ledger
+        .objects()
+        .iter()
+        .filter_map(|o| match &o.check {
+            Check::Application { object_id, .. } => Some(object_id),
+            _ => None,
+        })
+        .collect();
+    if object_ids.is_empty() {
+        return;
+    }
+    let reader = match readers.graph().await {
+        Ok(reader) => reader,
+        Err((_, message)) => {
+            unchecked(scene, "Entra applications (their client secrets' end dates)", &message);
+            return;
+        }
+    };
+    for object_id in object_ids {
+        match reader.get("applications", object_id).await {
+            Ok(Some(app)) => scene.applications.push(app),
+            Ok(None) => {}
+            Err(error) => unchecked(scene, &format!("application {object_id}"), &error.message),
         }
     }
 }

@@ -15,6 +15,18 @@
 //! What Azure and the management cluster show once the breakage is in effect, for a diagnosis
 //! to match (the cluster `NAME` in namespace `NS`, its control plane in `NS-NAME`):
 //!
+//! - `external-dns-secret-expired` (after Phase 2): the password credential of the External DNS
+//!   application that its credentials file holds has `endDateTime` a day in the past (and
+//!   `startDateTime` two years before that), and the external-dns pod has been restarted (a
+//!   new process signs in at once; the running one would at its next token refresh, within the
+//!   hour). Entra answers the client-credentials request `401 invalid_client` with `AADSTS7000222:
+//!   The provided client secret keys for app '<app id>' are expired. …`; the new pod goes to
+//!   `CrashLoopBackOff` (not Ready), with a `Warning` Event `BackOff` quoting that error, and no
+//!   record set is written. Fix: a new secret for the application (Phase 1's
+//!   `external_dns_password` step run again: it also rewrites `azure_mgmt.json`), then the
+//!   secret `hypershift/external-dns-credentials` replaced from that file (`kubectl delete
+//!   secret …` and `kubectl create secret generic … --from-file=credentials=<azure_mgmt.json>`):
+//!   external-dns signs in again with the new secret and becomes Ready.
 //! - `mgmt-no-capacity` (after Phase 2): the Deployment `data-platform/batch-ingest` (3
 //!   replicas, each requesting `2450m` CPU of the node's `7500m` allocatable) runs on the
 //!   management cluster. The control plane's pods that do not fit (etcd `300m`, kube-apiserver
@@ -60,12 +72,21 @@
 //!   '[{"op":"remove","path":"/metadata/finalizers/0"}]'` (the index of the foreign finalizer),
 //!   then `runbook resume`: destroy finds only its own finalizer, finishes and the HostedCluster
 //!   is gone.
+//! - `stale-role-assignments` (after Phase 3): three `Contributor` role assignments named
+//!   `uuidv5(DNS, "<infraID>-cpo-<scope>")` on the cluster's managed, NSG and VNet resource
+//!   groups, for a principal id no directory object has: the control-plane operator's identity
+//!   of an earlier cluster with the same infra id, deleted since (Azure keeps an assignment
+//!   whose principal is deleted). Nothing fails: the current `create cluster azure` replaces a
+//!   same-named assignment of another principal, and the procedure's identities have no `cpo`
+//!   component, so these stay, granting Contributor to nobody. `GET servicePrincipals/<id>`
+//!   answers 404. Fix: `az role assignment delete --ids <id> …`.
 
 mod capacity;
 mod external_dns;
 mod finalizer;
 mod identity;
 mod network;
+mod roles;
 
 use crate::Shared;
 
@@ -83,6 +104,9 @@ pub enum Breakage {
     /// External DNS's credentials secret on the management cluster holds a wrong client secret
     /// (AADSTS7000215).
     ExternalDnsSecret,
+    /// External DNS's client secret has passed its end date, and external-dns asks for a new
+    /// token (AADSTS7000222).
+    ExternalDnsSecretExpired,
     /// Another team's Deployment on the management cluster requests most of the nodes' CPU:
     /// the control plane's pods stay Pending (FailedScheduling, Insufficient cpu).
     MgmtNoCapacity,
@@ -92,6 +116,9 @@ pub enum Breakage {
     /// The HostedCluster carries another tool's finalizer that nothing removes: its deletion
     /// never completes and `hypershift destroy cluster azure` times out.
     DestroyStuckFinalizer,
+    /// Role assignments an earlier cluster with the same infra id left for an identity that was
+    /// deleted since: names of the infra id, principals that resolve to nothing.
+    StaleRoleAssignments,
 }
 
 /// What a breakage is, for `--break` and the reports.
@@ -138,6 +165,13 @@ pub const BREAKAGES: &[BreakageInfo] = &[
         stops_after: 3,
     },
     BreakageInfo {
+        breakage: Breakage::ExternalDnsSecretExpired,
+        name: "external-dns-secret-expired",
+        after_phase: 2,
+        reproduces: "DNS not resolving: External DNS's client secret has expired, so Entra refuses it and no record is written",
+        stops_after: 3,
+    },
+    BreakageInfo {
         breakage: Breakage::MgmtNoCapacity,
         name: "mgmt-no-capacity",
         after_phase: 2,
@@ -157,6 +191,13 @@ pub const BREAKAGES: &[BreakageInfo] = &[
         after_phase: 4,
         reproduces: "destroy hangs: the HostedCluster keeps a finalizer of another tool that no controller removes",
         stops_after: 5,
+    },
+    BreakageInfo {
+        breakage: Breakage::StaleRoleAssignments,
+        name: "stale-role-assignments",
+        after_phase: 3,
+        reproduces: "role assignments left over from an earlier cluster with the same infra id, for identities deleted since (users' reports)",
+        stops_after: 3,
     },
 ];
 
@@ -182,9 +223,11 @@ impl Breakage {
             Breakage::IssuerTrailingSlash => identity::issuer_trailing_slash(shared),
             Breakage::PrivateOidcContainer => identity::private_issuer_container(shared),
             Breakage::ExternalDnsSecret => external_dns::wrong_secret(shared),
+            Breakage::ExternalDnsSecretExpired => external_dns::expired_secret(shared),
             Breakage::MgmtNoCapacity => capacity::cpu_hog(shared),
             Breakage::NsgDenyApi => network::deny_api(shared),
             Breakage::DestroyStuckFinalizer => finalizer::stuck_finalizer(shared),
+            Breakage::StaleRoleAssignments => roles::stale_assignments(shared),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! external-dns as `hypershift install --external-dns-provider=azure` deploys it: once its
 //! pod runs, it signs in to the sandbox's Entra with the client secret of its credentials
 //! file (`{tenantId, subscriptionId, resourceGroup, aadClientId, aadClientSecret}`, mounted
-//! from the `external-dns-credentials` secret). A refused sign-in leaves the pod in
+//! from the `external-dns-credentials` secret), and again whenever that secret changes or a
+//! new pod starts (a new process holds no token). A refused sign-in leaves the pod in
 //! CrashLoopBackOff, not Ready, with an Event quoting the AADSTS error. Signed in, it writes an
 //! A and a TXT (owner) record set in the delegated zone for every HostedCluster service
 //! hostname under its domain filter; it never deletes them (records outlive their cluster).
@@ -34,6 +35,9 @@ pub(crate) struct ExternalDnsReconciler {
     /// The last sign-in: the credentials secret's resourceVersion, when, and the principal
     /// or the refusal.
     sign_in: Option<(String, Instant, Result<String, String>)>,
+    /// The running pods (uids) that last sign-in was for: a new pod is a new process, which
+    /// holds no token and signs in again.
+    signed_pods: Vec<String>,
     /// Warnings already recorded (each once).
     warned: Vec<String>,
 }
@@ -152,6 +156,7 @@ impl ExternalDnsReconciler {
             namespace: namespace.to_string(),
             name: name.to_string(),
             sign_in: None,
+            signed_pods: Vec::new(),
             warned: Vec::new(),
         }
     }
@@ -171,10 +176,26 @@ impl ExternalDnsReconciler {
         let secret_name = secret_name(&deployment);
         let secret = hs.mgmt.get("secrets", Some(&self.namespace), &secret_name);
         let version = secret.as_ref().map(|s| s["metadata"]["resourceVersion"].to_string()).unwrap_or_default();
-        let stale = self
-            .sign_in
-            .as_ref()
-            .is_none_or(|(v, at, r)| *v != version || (r.is_err() && hs.shared.clock().since(*at) >= hs.retry()));
+        let selector = deployment["spec"]["selector"]["matchLabels"]
+            .as_object()
+            .map(|m| {
+                m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect::<Vec<_>>().join(",")
+            })
+            .unwrap_or_default();
+        let pods: Vec<Value> = hs
+            .mgmt
+            .list("pods", Some(&self.namespace), Some(&selector))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| !super::deleting(p) && p["status"]["phase"] == "Running")
+            .collect();
+        let uids: Vec<String> = pods.iter().filter_map(|p| p["metadata"]["uid"].as_str().map(str::to_string)).collect();
+        let new_pod = uids.iter().any(|u| !self.signed_pods.contains(u));
+        let stale = new_pod
+            || self
+                .sign_in
+                .as_ref()
+                .is_none_or(|(v, at, r)| *v != version || (r.is_err() && hs.shared.clock().since(*at) >= hs.retry()));
         let mut credentials = None;
         if stale {
             let result = match &secret {
@@ -189,19 +210,13 @@ impl ExternalDnsReconciler {
                     }),
             };
             self.sign_in = Some((version, hs.shared.now(), result));
+            self.signed_pods = uids;
         } else if let Ok(secret) = &secret {
             credentials = super::secret_data(secret, "credentials").and_then(|raw| parse_credentials(&raw).ok());
         }
         let (_, at, result) = self.sign_in.clone().expect("set above");
 
-        let selector = deployment["spec"]["selector"]["matchLabels"]
-            .as_object()
-            .map(|m| {
-                m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect::<Vec<_>>().join(",")
-            })
-            .unwrap_or_default();
-        let pods = hs.mgmt.list("pods", Some(&self.namespace), Some(&selector)).unwrap_or_default();
-        for pod in pods.iter().filter(|p| !super::deleting(p) && p["status"]["phase"] == "Running") {
+        for pod in &pods {
             match &result {
                 Err(message) => {
                     if pod_ready(pod) {

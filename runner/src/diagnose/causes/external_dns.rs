@@ -20,7 +20,7 @@ fn is_external_dns(pod: &Value) -> bool {
         && pod["metadata"]["name"].as_str().is_some_and(|n| n.starts_with(&format!("{DEPLOYMENT}-")))
 }
 
-fn waiting_reason(pod: &Value) -> Option<&str> {
+pub(super) fn waiting_reason(pod: &Value) -> Option<&str> {
     pod["status"]["containerStatuses"].as_array()?.iter().find_map(|s| s["state"]["waiting"]["reason"].as_str())
 }
 
@@ -50,11 +50,11 @@ pub fn find(scene: &Scene, diagnosis: &mut Diagnosis) {
             continue;
         };
         evidence.push(Evidence::new(format!("Pod {OPERATOR_NAMESPACE}/{name}"), "events (Warning)", message));
+        if failure.code == Some(EXPIRED_SECRET) {
+            diagnosis.causes.push(super::external_dns_expired::cause(scene, pod, &failure, evidence));
+            continue;
+        }
         let (title, text) = match failure.code {
-            Some(EXPIRED_SECRET) => (
-                "External DNS's client secret has expired, so it cannot sign in and writes no DNS record",
-                "issue a new client secret for the External DNS principal and install it again",
-            ),
             Some(INVALID_SECRET) => (
                 "External DNS's credentials hold a client secret Entra does not know, so it cannot sign in and writes no DNS record",
                 "install External DNS's credentials again from the file Phase 1 wrote",

@@ -6,8 +6,10 @@ mod cleanup;
 mod cluster;
 mod control_plane;
 mod external_dns;
+mod external_dns_expired;
 mod fix;
 mod identity;
+mod stale_roles;
 mod workers;
 
 use super::{Diagnosis, Scene};
@@ -19,6 +21,9 @@ pub const WORKERS: &str = "Worker Nodes Not Joining Cluster";
 pub const DNS: &str = "DNS Resolution Issues";
 /// Not in the procedure's list: users' reports of `hypershift destroy` hanging.
 pub const DELETION: &str = "Deleting a hosted cluster hangs (users' reports)";
+/// Not in the procedure's list: users' reports of role assignments left by an earlier cluster.
+pub const STALE_ROLES: &str =
+    "Role assignments left over from an earlier cluster with the same infra id (users' reports)";
 
 /// Every rule, then what is still unhealthy and unexplained, then what is healthy.
 pub fn find_all(scene: &Scene, diagnosis: &mut Diagnosis) {
@@ -28,5 +33,6 @@ pub fn find_all(scene: &Scene, diagnosis: &mut Diagnosis) {
     workers::find(scene, diagnosis, &mut explained);
     cleanup::find(scene, diagnosis, &mut explained);
     external_dns::find(scene, diagnosis);
+    stale_roles::find(scene, diagnosis);
     cluster::report(scene, diagnosis, &explained);
 }

@@ -1,0 +1,106 @@
+//! "DNS Resolution Issues" because External DNS's client secret has expired (AADSTS7000222):
+//! the application's password credential is past its `endDateTime`. Installing the same
+//! credentials again cannot help; the application needs a new secret, and the management
+//! cluster the credentials file holding it. The fix runs Phase 1's step that minted the secret
+//! again (it rewrites azure_mgmt.json from the new one), then replaces external-dns's
+//! credentials secret from that file.
+
+use serde_json::Value;
+
+use super::DNS;
+use super::fix;
+use crate::diagnose::aadsts::SignInFailure;
+use crate::diagnose::scene::{OPERATOR_NAMESPACE, StepMade};
+use crate::diagnose::{Cause, Evidence, Fix, Scene};
+
+/// The secret `hypershift install --external-dns-credentials` writes, when the pod does not name
+/// its own, and the key holding the file.
+const DEFAULT_SECRET: &str = "external-dns-credentials";
+const SECRET_KEY: &str = "credentials";
+
+/// The secret external-dns's pod mounts its credentials from.
+fn mounted_secret(pod: &Value) -> String {
+    pod["spec"]["volumes"]
+        .as_array()
+        .and_then(|vs| vs.iter().find_map(|v| v["secret"]["secretName"].as_str().map(str::to_string)))
+        .unwrap_or_else(|| DEFAULT_SECRET.to_string())
+}
+
+/// The step that minted a client secret on the application with this object id.
+fn password_step<'a>(scene: &'a Scene, object_id: &str) -> Option<&'a StepMade> {
+    scene.steps.iter().rev().find(|s| {
+        s.kind == "graph" && s.inputs["action"] == "password" && s.inputs["object_id"].as_str() == Some(object_id)
+    })
+}
+
+/// The file a template step wrote for the application with this client id (azure_mgmt.json
+/// names it as `aadClientId`), in the run that minted its secret.
+fn credentials_file<'a>(scene: &'a Scene, run: &str, app_id: &str) -> Option<&'a StepMade> {
+    scene.steps.iter().rev().find(|s| {
+        s.run == run
+            && s.kind == "template"
+            && s.path.is_some()
+            && s.inputs["values"]["aadClientId"].as_str().is_some_and(|id| id.eq_ignore_ascii_case(app_id))
+    })
+}
+
+pub fn cause(scene: &Scene, pod: &Value, failure: &SignInFailure, mut evidence: Vec<Evidence>) -> Cause {
+    let app_id = failure.client_id.clone().unwrap_or_default();
+    let app = scene
+        .applications
+        .iter()
+        .find(|a| a["appId"].as_str().is_some_and(|id| !app_id.is_empty() && id.eq_ignore_ascii_case(&app_id)));
+    let app_name = app
+        .and_then(|a| a["displayName"].as_str())
+        .map(|n| format!("{n} ({app_id})"))
+        .unwrap_or_else(|| app_id.clone());
+    if let Some(app) = app {
+        for credential in app["passwordCredentials"].as_array().into_iter().flatten() {
+            let key_id = credential["keyId"].as_str().unwrap_or_default();
+            evidence.push(
+                Evidence::new(
+                    format!("Application {app_name}, client secret {key_id}"),
+                    "passwordCredentials.endDateTime",
+                    credential["endDateTime"].clone(),
+                )
+                .expecting(format!("later than now ({})", crate::who::now())),
+            );
+        }
+    }
+
+    let mut commands = Vec::new();
+    let object_id = app.and_then(|a| a["id"].as_str()).unwrap_or_default();
+    let minted = password_step(scene, object_id);
+    if let Some(minted) = minted {
+        commands.extend(fix::rerun(scene, &[(minted.run.clone(), fix::step_of(&minted.step).to_string())]));
+    }
+    let file = minted.and_then(|m| credentials_file(scene, &m.run, &app_id)).and_then(|s| s.path.clone());
+    let secret = mounted_secret(pod);
+    let text = match (&file, commands.is_empty()) {
+        (Some(file), false) => {
+            commands.push(format!("kubectl delete secret {secret} --namespace {OPERATOR_NAMESPACE}"));
+            commands.push(format!(
+                "kubectl create secret generic {secret} --namespace {OPERATOR_NAMESPACE} --from-file={SECRET_KEY}={file}"
+            ));
+            format!(
+                "issue a new client secret for the External DNS application (Phase 1's step again, which also rewrites {file}), then replace the secret {OPERATOR_NAMESPACE}/{secret} from that file; external-dns signs in again by itself and writes the records. Phase 2's hand-off copy of azure_mgmt.json (and the secret default/azure-config-file made from it) still holds the expired secret: do not run Phase 2's install again from it"
+            )
+        }
+        _ => {
+            // No run of these journals minted it: the person who did issues the new secret.
+            commands.push(format!("az ad app credential reset --id {app_id} --append"));
+            format!(
+                "issue a new client secret for the External DNS application, write it as aadClientSecret into the credentials file, and replace the secret {OPERATOR_NAMESPACE}/{secret} from that file (key {SECRET_KEY})"
+            )
+        }
+    };
+    Cause {
+        id: "external-dns-secret-expired",
+        title: format!(
+            "External DNS's client secret for application {app_name} has expired (AADSTS7000222), so it cannot sign in and writes no DNS record"
+        ),
+        troubleshooting: DNS,
+        evidence,
+        fix: Fix { text, commands },
+    }
+}
