@@ -21,6 +21,20 @@ pub enum Exit {
     Cancelled = 130,
 }
 
+/// How a process that ran a runbook exits, from how the run ended.
+impl From<runbook_journal::RunStatus> for Exit {
+    fn from(status: runbook_journal::RunStatus) -> Self {
+        use runbook_journal::RunStatus;
+        match status {
+            RunStatus::Succeeded => Exit::Ok,
+            RunStatus::Failed => Exit::StepFailed,
+            RunStatus::GateFailed => Exit::GateFailed,
+            RunStatus::AwaitingApproval => Exit::AwaitingApproval,
+            RunStatus::Cancelled => Exit::Cancelled,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub enum CliError {
     /// Problems in input files, each with its position.

@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::idempotence::{Principals, SecondPass, WriteWatch, counted, write_lines};
 use crate::cli::sandbox::{SandboxOptions, azure_env, start};
-use crate::cli::{Env, RerunArgs, VarArgs, run};
+use crate::cli::{Env, run};
+use crate::model::vars::VarInputs;
+use crate::session::{self, Rerun, ResumeRequest, RunRequest};
 use crate::workspace::registry_for;
 use runbook_steps::SettingsSource;
 
@@ -172,11 +174,17 @@ impl Rehearsal {
         runbook_files::write(&vars_file, text.as_bytes(), runbook_files::PUBLIC, runbook_files::Existing::Replace)
             .map_err(|e| CliError::Internal(e.into()))?;
         phase_files(number, &self.workdir).map_err(|e| CliError::Internal(e.into()))?;
-        let vars = VarArgs { vars_file: Some(vars_file), vars: Vec::new() };
-        let mut exit =
-            run::run(&self.env, runbook, &vars, Some(self.workdir.clone()), false, &RerunArgs::default()).await?;
+        let request = RunRequest {
+            runbook: runbook.to_string(),
+            inputs: VarInputs { file: Some(vars_file), overrides: Vec::new() },
+            work_dir: Some(self.workdir.clone()),
+            fresh: false,
+            rerun: Rerun::default(),
+        };
+        let ran = run::run_request(&self.env, request, run::Doctor::Skip).await?;
+        let mut exit = run::finished_exit(&self.env, &ran);
         let journal = self.env.require_journal()?;
-        let record = journal.latest_run(Some(runbook))?;
+        let record = journal.run(&ran.run_id)?;
         if exit == Exit::AwaitingApproval
             && let Some(record) = &record
         {
@@ -222,7 +230,10 @@ impl Rehearsal {
             }
             crate::cli::approve::approve(&self.env, run_id, gate, Some("approved by the rehearsal".into()))?;
         }
-        run::resume(&self.env, Some(run_id), &[], &RerunArgs::default()).await
+        let request = ResumeRequest { run: Some(run_id.to_string()), vars: Vec::new(), rerun: Rerun::default() };
+        let resumed = session::resume(&self.env, request, std::time::Instant::now()).await?;
+        let finished = resumed.run.execute(self.env.printer.reporter()).await?;
+        Ok(run::finished_exit(&self.env, &finished))
     }
 
     /// From now on, runs go to this person's journal and directory (the hand-off's second

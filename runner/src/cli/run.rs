@@ -6,7 +6,6 @@ use serde_json::json;
 
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::{Env, RerunArgs, VarArgs};
-use crate::engine::events::RunStatus;
 use crate::model::vars::VarInputs;
 use crate::plan::NOT_RUN_BEFORE;
 use crate::session::{self, Finished, PreparedRun, Rerun, ResumeRequest, ResumeTimings, RunRequest};
@@ -123,31 +122,30 @@ pub async fn run_with(
         fresh,
         rerun: rerun.into(),
     };
+    run_request(env, request, doctor).await.map(|finished| finished_exit(env, &finished))
+}
+
+/// A run of `request` through the session, its warnings shown and, if asked, the doctor's checks
+/// made first.
+pub(crate) async fn run_request(env: &Env, request: RunRequest, doctor: Doctor) -> CliResult<Finished> {
     let prepared = session::prepare_run(env, request).await?;
     prepared.preflight_warnings.iter().for_each(|w| env.printer.warning(w));
     if doctor == Doctor::First {
         doctor_first(env, &prepared).await?;
     }
-    let finished = prepared.start().await?.execute(env.printer.reporter()).await?;
-    Ok(finished_exit(env, &finished))
+    prepared.start().await?.execute(env.printer.reporter()).await
 }
 
 /// Prints the end of a run for machines (people saw the reporter's last line) and says how the
 /// process exits.
-fn finished_exit(env: &Env, finished: &Finished) -> Exit {
+pub(crate) fn finished_exit(env: &Env, finished: &Finished) -> Exit {
     if env.printer.json {
         env.printer.out(format_args!(
             "{}\n",
             json!({ "run_id": finished.run_id, "runbook": finished.runbook, "status": finished.status.as_str(), "counts": finished.counts })
         ));
     }
-    match finished.status {
-        RunStatus::Succeeded => Exit::Ok,
-        RunStatus::Failed => Exit::StepFailed,
-        RunStatus::GateFailed => Exit::GateFailed,
-        RunStatus::AwaitingApproval => Exit::AwaitingApproval,
-        RunStatus::Cancelled => Exit::Cancelled,
-    }
+    Exit::from(finished.status)
 }
 
 pub async fn resume(env: &Env, run: Option<&str>, raw_vars: &[String], rerun: &RerunArgs) -> CliResult {
