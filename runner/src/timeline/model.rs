@@ -222,12 +222,14 @@ impl Timeline {
                             builder.push(i, at, at, kind, None, step.reason(&run.id));
                         }
                     }
+                    // Any kind may wait for an approval, and the journal's wait names no kind: the
+                    // lane takes its kind from the step's start, if it starts in this run.
                     EventData::GateWaiting(d) => {
-                        let Some(i) = lane(&mut builder, "gate") else { continue };
+                        let Some(i) = lane(&mut builder, "") else { continue };
                         builder.open[i].wait = Some((at, SpanKind::ApprovalWait, d.prompt.clone()));
                     }
                     EventData::GateApproved(d) => {
-                        let Some(i) = lane(&mut builder, "gate") else { continue };
+                        let Some(i) = lane(&mut builder, "") else { continue };
                         let approved = instant(&d.at).unwrap_or(at);
                         if let Some((_, SpanKind::ApprovalWait, prompt)) = &mut builder.open[i].wait {
                             *prompt = format!("{prompt} (approved by {})", d.by);
