@@ -4,7 +4,7 @@
 //! previous event's hash, so altering, inserting or deleting any event breaks every hash after it
 //! and cannot be repaired without the key.
 
-use crate::keys::Keys;
+use crate::keys::{ChainHasher, Keys};
 
 /// The fields of a stored event that the hash covers. `data` is the exact stored text: hashing a
 /// re-serialization could differ from what was hashed when the event was written.
@@ -25,7 +25,9 @@ const ENCODING: &[u8] = b"runbook-journal-event-v1";
 
 impl ChainFields<'_> {
     /// Every variable-length field is prefixed with its length, and every optional field with a
-    /// presence byte, so no two different events share an encoding.
+    /// presence byte, so no two different events share an encoding. The hash is fed these bytes
+    /// piece by piece ([`ChainFields::hash`]); this buffer is what the pieces add up to.
+    #[cfg(test)]
     fn canonical_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(
             ENCODING.len()
@@ -61,11 +63,39 @@ impl ChainFields<'_> {
         out
     }
 
+    /// The keyed hash of [`ChainFields::canonical_bytes`], fed in place rather than copied.
     pub(crate) fn hash(&self, keys: &Keys) -> String {
-        keys.chain_hash(&self.canonical_bytes())
+        let mut mac = keys.chain_hasher();
+        let put = |mac: &mut ChainHasher, bytes: &[u8]| {
+            mac.update(&(bytes.len() as u64).to_be_bytes());
+            mac.update(bytes);
+        };
+        put(&mut mac, ENCODING);
+        put(&mut mac, self.prev.as_bytes());
+        mac.update(&self.seq.to_be_bytes());
+        put(&mut mac, self.ts.as_bytes());
+        put(&mut mac, self.run_id.as_bytes());
+        put(&mut mac, self.kind.as_bytes());
+        match self.step {
+            None => mac.update(&[0]),
+            Some(step) => {
+                mac.update(&[1]);
+                put(&mut mac, step.as_bytes());
+            }
+        }
+        match self.attempt {
+            None => mac.update(&[0]),
+            Some(attempt) => {
+                mac.update(&[1]);
+                mac.update(&attempt.to_be_bytes());
+            }
+        }
+        put(&mut mac, self.data.as_bytes());
+        mac.finish()
     }
 }
 
+#[cfg(test)]
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
     out.extend_from_slice(bytes);
@@ -85,6 +115,20 @@ mod tests {
             step,
             attempt: None,
             data: "{}",
+        }
+    }
+
+    #[test]
+    fn the_hash_fed_in_place_is_the_hash_of_the_canonical_bytes() {
+        let keys = Keys::from_master(&[1; 32]);
+        let mut examples = vec![fields("r", "step_finished", Some("s[a]")), fields("", "", None)];
+        examples[0].attempt = Some(3);
+        examples[0].prev = "ab";
+        examples[1].data = "";
+        for f in examples {
+            let mut whole = keys.chain_hasher();
+            whole.update(&f.canonical_bytes());
+            assert_eq!(f.hash(&keys), whole.finish());
         }
     }
 

@@ -75,25 +75,31 @@ impl Keys {
         }
     }
 
-    pub(crate) fn chain_hash(&self, canonical: &[u8]) -> String {
-        hex::encode(mac(&self.chain, canonical))
+    /// The chain's MAC, fed piece by piece (the same bytes in the same order give the same MAC
+    /// as one buffer would): an event's fields are hashed where they lie, without first being
+    /// copied into one canonical buffer.
+    pub(crate) fn chain_hasher(&self) -> ChainHasher {
+        ChainHasher(self.chain.clone())
     }
 
     /// A value that identifies this key without revealing it: stored in the journal, so a key
     /// file that does not belong to the journal is refused instead of silently producing digests
     /// that match nothing.
     pub(crate) fn key_check(&self) -> String {
-        hex::encode(mac(&self.anchor, b"key-check"))
+        to_hex(&mac(&self.anchor, b"key-check"))
     }
 
     /// The MAC over the chain's head (`canonical` encodes seq and hash): without the key, a
     /// truncated chain cannot be given a matching anchor.
     pub(crate) fn anchor_mac(&self, canonical: &[u8]) -> String {
-        hex::encode(mac(&self.anchor, canonical))
+        to_hex(&mac(&self.anchor, canonical))
     }
 
     pub(crate) fn digest(&self, bytes: &[u8]) -> String {
-        format!("{DIGEST_PREFIX}{}", hex::encode(mac(&self.digest, bytes)))
+        let mut digest = String::with_capacity(DIGEST_PREFIX.len() + 64);
+        digest.push_str(DIGEST_PREFIX);
+        digest.push_str(&to_hex(&mac(&self.digest, bytes)));
+        digest
     }
 
     pub(crate) fn seal(&self, plaintext: &[u8]) -> String {
@@ -123,6 +129,32 @@ impl Keys {
     }
 }
 
+/// An HMAC of the chain's key being fed an event's canonical bytes.
+pub(crate) struct ChainHasher(HmacSha256);
+
+impl ChainHasher {
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The MAC as lowercase hex.
+    pub(crate) fn finish(self) -> String {
+        to_hex(&self.0.finalize().into_bytes().into())
+    }
+}
+
+/// Lowercase hex, as `hex::encode` writes it, without building the string a char at a time (a
+/// resume hex-encodes the MAC of every event in the journal).
+fn to_hex(bytes: &[u8; 32]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 64];
+    for (pair, byte) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0x0f)];
+    }
+    std::str::from_utf8(&out).expect("hex digits are ASCII").to_string()
+}
+
 fn derive(master: &[u8], label: &[u8]) -> [u8; 32] {
     mac(&keyed(master), label)
 }
@@ -150,11 +182,24 @@ fn read_key(path: &Path) -> Result<[u8; KEY_LEN], Error> {
 mod tests {
     use super::*;
 
+    fn chain_hash(keys: &Keys, bytes: &[u8]) -> String {
+        let mut hasher = keys.chain_hasher();
+        hasher.update(bytes);
+        hasher.finish()
+    }
+
     #[test]
     fn subkeys_differ_per_purpose() {
         let keys = Keys::from_master(&[7; 32]);
-        assert_ne!(keys.chain_hash(b"x"), keys.anchor_mac(b"x"));
-        assert_ne!(keys.chain_hash(b"x"), keys.digest(b"x").trim_start_matches(DIGEST_PREFIX));
+        assert_ne!(chain_hash(&keys, b"x"), keys.anchor_mac(b"x"));
+        assert_ne!(chain_hash(&keys, b"x"), keys.digest(b"x").trim_start_matches(DIGEST_PREFIX));
+    }
+
+    #[test]
+    fn hex_is_what_hex_encode_writes() {
+        let bytes: [u8; 32] = std::array::from_fn(|i| (i as u8).wrapping_mul(37).wrapping_add(0xa5));
+        assert_eq!(to_hex(&bytes), hex::encode(bytes));
+        assert_eq!(to_hex(&[0xff; 32]), "f".repeat(64));
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //! from the journal goes through.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
 
 use rusqlite::Connection;
+use rusqlite::types::{FromSqlError, ValueRef};
 
 use crate::anchor::Tail;
 use crate::chain::ChainFields;
@@ -35,7 +37,8 @@ pub struct StoredRow<'a> {
 /// An event kept from a verified pass ([`Journal::verified_rows`]), before its data is decoded.
 #[derive(Clone, Debug)]
 pub struct VerifiedRow {
-    journal: PathBuf,
+    /// Shared by every row of a pass.
+    journal: Arc<Path>,
     pub seq: i64,
     pub run_id: String,
     pub kind: String,
@@ -107,10 +110,11 @@ impl Journal {
     pub fn verified_rows(&self, keep: impl Fn(&str) -> bool) -> Result<(Vec<VerifiedRow>, ChainHead), Error> {
         let mut rows = Vec::new();
         let mut head = ChainHead { seq: 0, hash: String::new() };
+        let journal: Arc<Path> = Arc::from(self.path());
         self.read_verified(|row| {
             if keep(row.kind) {
                 rows.push(VerifiedRow {
-                    journal: row.journal.to_path_buf(),
+                    journal: Arc::clone(&journal),
                     seq: row.seq,
                     run_id: row.run_id.to_string(),
                     kind: row.kind.to_string(),
@@ -120,7 +124,9 @@ impl Journal {
                 });
             }
             // When the pass verifies, the last row shown is the last row.
-            head = ChainHead { seq: row.seq, hash: row.hash.to_string() };
+            head.seq = row.seq;
+            head.hash.clear();
+            head.hash.push_str(row.hash);
             Ok(())
         })?;
         Ok((rows, head))
@@ -190,6 +196,32 @@ impl From<rusqlite::Error> for RowsError {
     }
 }
 
+/// A text column of the current row, borrowed from SQLite's buffer for as long as the row is:
+/// what `row.get::<String>` reads, without a copy, and failing as it does.
+fn text<'r>(row: &'r rusqlite::Row<'_>, index: usize) -> rusqlite::Result<&'r str> {
+    let value = row.get_ref(index)?;
+    value.as_str().map_err(|e| column_error(row, index, value, e))
+}
+
+/// [`text`] for a column that may be NULL.
+fn optional_text<'r>(row: &'r rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Option<&'r str>> {
+    let value = row.get_ref(index)?;
+    value.as_str_or_null().map_err(|e| column_error(row, index, value, e))
+}
+
+/// The error `row.get` gives for a column it cannot convert.
+fn column_error(row: &rusqlite::Row<'_>, index: usize, value: ValueRef<'_>, error: FromSqlError) -> rusqlite::Error {
+    match error {
+        FromSqlError::InvalidType => rusqlite::Error::InvalidColumnType(
+            index,
+            row.as_ref().column_name(index).map(str::to_string).unwrap_or_default(),
+            value.data_type(),
+        ),
+        FromSqlError::Utf8Error(e) => rusqlite::Error::Utf8Error(index, e),
+        other => rusqlite::Error::FromSqlConversionFailure(index, value.data_type(), Box::new(other)),
+    }
+}
+
 fn check_rows(
     conn: &Connection,
     keys: &Keys,
@@ -211,15 +243,16 @@ fn check_rows(
         conn.prepare_cached("SELECT seq, ts, run_id, kind, step, attempt, data, prev, hash FROM events ORDER BY seq")?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
+        // The text columns are read in place (no copy per column); only the hash is kept.
         let seq: i64 = row.get(0)?;
-        let ts: String = row.get(1)?;
-        let run_id: String = row.get(2)?;
-        let kind: String = row.get(3)?;
-        let step: Option<String> = row.get(4)?;
+        let ts = text(row, 1)?;
+        let run_id = text(row, 2)?;
+        let kind = text(row, 3)?;
+        let step = optional_text(row, 4)?;
         let attempt: Option<i64> = row.get(5)?;
-        let data: String = row.get(6)?;
-        let prev: String = row.get(7)?;
-        let hash: String = row.get(8)?;
+        let data = text(row, 6)?;
+        let prev = text(row, 7)?;
+        let hash = text(row, 8)?;
         events_checked += 1;
 
         if seq != expected_seq {
@@ -228,60 +261,41 @@ fn check_rows(
             } else {
                 format!("events {expected_seq} to {} are missing (deleted?)", seq - 1)
             };
-            problem(Some(seq), Some(&run_id), missing);
+            problem(Some(seq), Some(run_id), missing);
         }
         if prev != previous_hash {
-            problem(Some(seq), Some(&run_id), "prev does not match the hash of the preceding event".to_string());
+            problem(Some(seq), Some(run_id), "prev does not match the hash of the preceding event".to_string());
         }
-        let recomputed = ChainFields {
-            prev: &prev,
-            seq,
-            ts: &ts,
-            run_id: &run_id,
-            kind: &kind,
-            step: step.as_deref(),
-            attempt,
-            data: &data,
-        }
-        .hash(keys);
+        let recomputed = ChainFields { prev, seq, ts, run_id, kind, step, attempt, data }.hash(keys);
         if recomputed != hash {
-            problem(Some(seq), Some(&run_id), "hash does not match the event's content (altered?)".to_string());
+            problem(Some(seq), Some(run_id), "hash does not match the event's content (altered?)".to_string());
         } else {
-            let row = StoredRow {
-                journal: path,
-                seq,
-                ts: &ts,
-                run_id: &run_id,
-                kind: &kind,
-                step: step.as_deref(),
-                attempt,
-                data: &data,
-                hash: &hash,
-            };
+            let row = StoredRow { journal: path, seq, ts, run_id, kind, step, attempt, data, hash };
             visit(&row).map_err(RowsError::Visit)?;
         }
 
         if kind == RUN_CREATED {
-            let record = match serde_json::from_str::<RunRecord>(&data) {
+            let record = match serde_json::from_str::<RunRecord>(data) {
                 Ok(record) if record.id == run_id => Some(record),
                 Ok(record) => {
-                    problem(Some(seq), Some(&run_id), format!("run_created event describes run `{}`", record.id));
+                    problem(Some(seq), Some(run_id), format!("run_created event describes run `{}`", record.id));
                     None
                 }
                 Err(e) => {
-                    problem(Some(seq), Some(&run_id), format!("run_created event data is not a run record: {e}"));
+                    problem(Some(seq), Some(run_id), format!("run_created event data is not a run record: {e}"));
                     None
                 }
             };
-            if let Some((first, _)) = created.get(&run_id) {
-                problem(Some(seq), Some(&run_id), format!("run was already created by event {first}"));
+            if let Some((first, _)) = created.get(run_id) {
+                problem(Some(seq), Some(run_id), format!("run was already created by event {first}"));
             } else {
-                created.insert(run_id.clone(), (seq, record));
+                created.insert(run_id.to_string(), (seq, record));
             }
         }
 
         expected_seq = seq + 1;
-        previous_hash = hash;
+        previous_hash.clear();
+        previous_hash.push_str(hash);
     }
     drop(rows);
     drop(stmt);

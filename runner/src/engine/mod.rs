@@ -101,6 +101,21 @@ fn digested_bytes(kind: &str, inputs: &Value, item: Option<&Value>, outputs_spec
 }
 
 pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
+    // The loop runs as a task of the runtime, beside the steps it spawns, not in the caller's
+    // future: the CLI awaits this on the thread parked in `block_on`, so every step's end would
+    // have to wake that thread too (one more thread hand-off per step, which a chain of steps
+    // waits for each time). Awaited through a `JoinSet`, so dropping this future still stops
+    // the loop and, with it, its steps.
+    let mut engine = JoinSet::new();
+    engine.spawn(run(ctx));
+    match engine.join_next().await.expect("the engine's task was spawned") {
+        Ok(summary) => summary,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(anyhow::anyhow!("the engine's task was cancelled: {e}")),
+    }
+}
+
+async fn run(ctx: RunContext) -> anyhow::Result<RunSummary> {
     let clock = ctx.clock.clone();
     let started = clock.now();
     let plan = ctx.plan.clone();

@@ -163,8 +163,13 @@ impl History {
             let Some(instance) = row.step.as_deref() else { continue };
             let attempt = u32::try_from(row.attempt.unwrap_or(0)).unwrap_or(0);
             if Some(row.run_id.as_str()) == current_run {
-                let slot = prior.attempts_in_run.entry(instance.to_string()).or_default();
-                *slot = (*slot).max(attempt);
+                // The instance's name is copied only the first time it is seen.
+                match prior.attempts_in_run.get_mut(instance) {
+                    Some(slot) => *slot = (*slot).max(attempt),
+                    None => {
+                        prior.attempts_in_run.insert(instance.to_string(), attempt);
+                    }
+                }
             }
             match row.decode()? {
                 EventData::StepStarted(started) => {
@@ -191,7 +196,12 @@ impl History {
                             kind: finished.kind,
                             made_on: made_on.clone(),
                         };
-                        prior.done.insert(instance.to_string(), done);
+                        match prior.done.get_mut(instance) {
+                            Some(slot) => *slot = done,
+                            None => {
+                                prior.done.insert(instance.to_string(), done);
+                            }
+                        }
                     } else {
                         let message = finished
                             .error
