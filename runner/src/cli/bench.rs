@@ -65,17 +65,7 @@ async fn run_once(
     let required = RequiredValues::new();
     let run_id = crate::who::new_run_id();
     let work_dir = std::env::temp_dir();
-    let scope = Scope {
-        runbook: &runbook,
-        vars: &values,
-        required: &required,
-        plan: None,
-        outputs: None,
-        item: None,
-        tainted: None,
-        run_id: &run_id,
-        work_dir: &work_dir,
-    };
+    let scope = Scope::before_run(&runbook, &values, &required, &run_id, &work_dir);
     let plan = plan::expand(&runbook, &scope).map_err(|e| anyhow::anyhow!(e))?;
     let writer = journal.writer()?;
     writer

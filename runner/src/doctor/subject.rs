@@ -67,17 +67,7 @@ impl Subject {
         required: &plan::RequiredValues,
         work_dir: &Path,
     ) -> Subject {
-        let scope = Scope {
-            runbook,
-            vars,
-            required,
-            plan: None,
-            outputs: None,
-            item: None,
-            tainted: None,
-            run_id: "(planned)",
-            work_dir,
-        };
+        let scope = Scope::before_run(runbook, vars, required, "(planned)", work_dir);
         let steps = plan
             .instances
             .iter()
@@ -136,17 +126,7 @@ impl Subject {
                 plan::RequiredValues::new()
             }
         };
-        let scope = Scope {
-            runbook,
-            vars: &values,
-            required: &required,
-            plan: None,
-            outputs: None,
-            item: None,
-            tainted: None,
-            run_id: "(planned)",
-            work_dir,
-        };
+        let scope = Scope::before_run(runbook, &values, &required, "(planned)", work_dir);
         match plan::expand(runbook, &scope) {
             Ok(plan) => {
                 let mut subject = Subject::from_plan(runbook, &plan, &values, &required, work_dir);

@@ -485,17 +485,7 @@ inputs.ticket = "CHG-1"
         let required = RequiredValues::new();
         let dir = tempfile::tempdir().expect("temp dir");
         let journal = Journal::open(&dir.path().join("j.db")).expect("journal");
-        let scope = Scope {
-            runbook: &runbook,
-            vars: &values,
-            required: &required,
-            plan: None,
-            outputs: None,
-            item: None,
-            tainted: None,
-            run_id: "r",
-            work_dir: dir.path(),
-        };
+        let scope = Scope::before_run(&runbook, &values, &required, "r", dir.path());
         let plan = plan::expand(&runbook, &scope).expect("plan");
         let (prior, rerun, approvals) = (Prior::default(), HashSet::new(), HashMap::new());
         let facts = Facts {

@@ -32,6 +32,18 @@ pub struct Scope<'a> {
 }
 
 impl<'a> Scope<'a> {
+    /// What is known before any step runs: the runbook, its values and the values it requires
+    /// (for expanding the plan, preflight checks, doctor). No outputs yet, no item.
+    pub fn before_run(
+        runbook: &'a Runbook,
+        vars: &'a VarValues,
+        required: &'a BTreeMap<(String, String), Value>,
+        run_id: &'a str,
+        work_dir: &'a Path,
+    ) -> Scope<'a> {
+        Scope { runbook, vars, required, plan: None, outputs: None, item: None, tainted: None, run_id, work_dir }
+    }
+
     pub fn with_item(&self, item: Option<&'a (String, Value)>) -> Scope<'a> {
         Scope { item, ..*self }
     }

@@ -97,17 +97,7 @@ pub(crate) fn prepare(
             }
         }
     };
-    let scope = Scope {
-        runbook: &runbook,
-        vars: &values,
-        required: &required,
-        plan: None,
-        outputs: None,
-        item: None,
-        tainted: None,
-        run_id,
-        work_dir,
-    };
+    let scope = Scope::before_run(&runbook, &values, &required, run_id, work_dir);
     let plan = plan::expand(&runbook, &scope).map_err(|problem| CliError::Problems(vec![problem]))?;
     Ok(Prepared {
         runbook: Arc::new(runbook),
@@ -126,17 +116,8 @@ pub(crate) async fn preflight(prepared: &Prepared, work_dir: &std::path::Path) -
     let mut checks = tokio::task::JoinSet::new();
     for (order, instance) in prepared.plan.instances.iter().filter(|i| !i.skipped_by_when).enumerate() {
         let def = &prepared.runbook.steps[instance.step];
-        let scope = Scope {
-            runbook: &prepared.runbook,
-            vars: &prepared.vars,
-            required: &prepared.required,
-            plan: None,
-            outputs: None,
-            item: instance.item.as_ref(),
-            tainted: None,
-            run_id: "(planned)",
-            work_dir,
-        };
+        let scope = Scope::before_run(&prepared.runbook, &prepared.vars, &prepared.required, "(planned)", work_dir)
+            .with_item(instance.item.as_ref());
         let Ok(mut resolved) = scope.resolve_map(&def.spec.inputs) else { continue };
         // What a preflight reports may quote its inputs: a secret stays for the run to check.
         if resolved.secret {
