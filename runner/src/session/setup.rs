@@ -48,37 +48,30 @@ pub(crate) fn check_same_azure(azure: &SettingsSource, record: &RunRecord, setup
         return Ok(());
     };
     let now = azure.target();
+    let elsewhere = format!(
+        "run {} was made against {}, and this resume would act on {}",
+        record.id,
+        made_on.describe(),
+        now.describe()
+    );
     if made_on.is_sandbox() && now != made_on {
         return Err(CliError::user_hint(
             format!(
-                "run {} was made against {}, and this resume would act on {}; a sandbox lives only as long as the command that started it, so its runs cannot be continued anywhere else",
-                record.id,
-                made_on.describe(),
-                now.describe()
+                "{elsewhere}; a sandbox lives only as long as the command that started it, so its runs cannot be continued anywhere else"
             ),
             "start a new rehearsal (`runbook rehearse`); for a sandbox from `runbook sandbox up`, resume with its sandbox.env sourced while it is still up",
         ));
     }
     if !made_on.is_sandbox() && now.is_sandbox() {
         return Err(CliError::user_hint(
-            format!(
-                "run {} was made against {}, and this resume would act on {}",
-                record.id,
-                made_on.describe(),
-                now.describe()
-            ),
+            elsewhere,
             "resume it with the Azure settings it was made with; rehearse in a journal of its own",
         ));
     }
     // Another tenant, subscription or cloud: the run's finished steps did their work elsewhere.
     if !made_on.same_azure(&now) {
         return Err(CliError::user_hint(
-            format!(
-                "run {} was made against {}, and this resume would act on {}",
-                record.id,
-                made_on.describe(),
-                now.describe()
-            ),
+            elsewhere,
             "resume it with the Azure settings it was made with, or start a new run (`runbook run`) against this one",
         ));
     }

@@ -156,10 +156,6 @@ pub struct Finished {
 }
 
 impl StartedRun<'_> {
-    pub fn run_id(&self) -> &str {
-        &self.run_id
-    }
-
     /// Journals `run_started`, runs the steps (stopping as the session's signal policy says),
     /// journals `run_finished`, and feeds every engine event to `reporter` as it happens.
     pub async fn execute(self, mut reporter: Box<dyn Reporter>) -> CliResult<Finished> {

@@ -26,19 +26,21 @@ fn mounted_secret(pod: &Value) -> String {
         .unwrap_or_else(|| DEFAULT_SECRET.to_string())
 }
 
-/// The step that minted a client secret on the application with this object id.
+/// The step that minted a client secret on the application with this object id: its inputs say
+/// so, whichever kind it is.
 fn password_step<'a>(scene: &'a Scene, object_id: &str) -> Option<&'a StepMade> {
-    scene.steps.iter().rev().find(|s| {
-        s.kind == "graph" && s.inputs["action"] == "password" && s.inputs["object_id"].as_str() == Some(object_id)
-    })
+    scene
+        .steps
+        .iter()
+        .rev()
+        .find(|s| s.inputs["action"] == "password" && s.inputs["object_id"].as_str() == Some(object_id))
 }
 
-/// The file a template step wrote for the application with this client id (azure_mgmt.json
-/// names it as `aadClientId`), in the run that minted its secret.
+/// The file a step wrote from values naming the application with this client id
+/// (azure_mgmt.json names it as `aadClientId`), in the run that minted its secret.
 fn credentials_file<'a>(scene: &'a Scene, run: &str, app_id: &str) -> Option<&'a StepMade> {
     scene.steps.iter().rev().find(|s| {
         s.run == run
-            && s.kind == "template"
             && s.path.is_some()
             && s.inputs["values"]["aadClientId"].as_str().is_some_and(|id| id.eq_ignore_ascii_case(app_id))
     })
