@@ -69,6 +69,22 @@ pub enum KindRole {
     Checkpoint,
 }
 
+impl KindRole {
+    /// The role of the kind named `name`, for code that meets kinds by the names the journal
+    /// records; None for a name this build does not know. A kind's role does not depend on its
+    /// settings, so the kinds every build has answer for all of them.
+    pub fn of(name: &str) -> Option<KindRole> {
+        static LOCAL: std::sync::LazyLock<Registry> = std::sync::LazyLock::new(Registry::local);
+        LOCAL.get(name).map(|kind| kind.role())
+    }
+
+    /// Whether steps of the kind named `name` publish their outputs to later runbooks and the
+    /// hand-off.
+    pub fn publishes(name: &str) -> bool {
+        Self::of(name) == Some(KindRole::Checkpoint)
+    }
+}
+
 /// A service outside this machine that a kind's steps call, so `doctor` can check before a run
 /// that the account may use it, and the run can record who signed in. A kind names a service
 /// only when its inputs describe requests to it the way the kind that first needed it does:

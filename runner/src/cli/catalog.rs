@@ -171,8 +171,8 @@ fn layers(runbook: &crate::model::Runbook) -> Vec<Vec<String>> {
     out
 }
 
-pub fn schema() -> CliResult {
+pub fn schema(env: &Env) -> CliResult {
     let schema = crate::model::schema::editor_schema(&crate::registry());
-    println!("{}", serde_json::to_string_pretty(&schema).expect("serializes"));
+    env.printer.out_line(serde_json::to_string_pretty(&schema).expect("serializes"));
     Ok(Exit::Ok)
 }

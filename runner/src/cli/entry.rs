@@ -4,32 +4,27 @@
 
 use clap::Parser;
 
-use crate::cli::{self, Cli, OutputFormat};
+use crate::cli::printer::Printer;
+use crate::cli::{self, Cli};
 
 pub fn main() -> ! {
     #[cfg(feature = "sandbox")]
     runbook_standins::dispatch_by_name();
     let cli = Cli::parse();
-    let json = cli.global.output == OutputFormat::Json;
+    let printer = Printer::new(&cli.global);
     // Before the runtime's threads exist: they, and every program run, inherit the namespaces.
     #[cfg(feature = "sandbox")]
     if cli.wants_private_network()
         && let Err(error) = cli::namespace::enter()
     {
-        if json {
-            println!("{}", error.to_json());
-        }
-        eprint!("{}", error.render());
+        printer.error(&error);
         std::process::exit(error.exit() as i32);
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime starts");
     let exit = match runtime.block_on(cli::dispatch(cli)) {
         Ok(exit) => exit,
         Err(error) => {
-            if json {
-                println!("{}", error.to_json());
-            }
-            eprint!("{}", error.render());
+            printer.error(&error);
             error.exit()
         }
     };

@@ -1,14 +1,12 @@
 //! What every command has: the workspace it works in (journal, kinds, Azure settings) and the
 //! printer it speaks through.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use runbook_steps::SettingsSource;
 
+use crate::cli::Global;
 use crate::cli::printer::Printer;
-use crate::cli::{Global, OutputFormat};
-use crate::report::display_mode;
 use crate::workspace::Workspace;
 
 pub struct Env {
@@ -40,17 +38,8 @@ fn azure_settings(global: &Global) -> SettingsSource {
 
 impl Env {
     pub fn new(global: &Global) -> Self {
-        let json = global.output == OutputFormat::Json;
-        let is_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
         let journal_path = global.journal.first().cloned().unwrap_or_else(|| PathBuf::from(".runbook/journal.db"));
-        Env {
-            workspace: Workspace::new(journal_path, azure_settings(global)),
-            printer: Printer {
-                json,
-                mode: display_mode(std::io::stderr().is_terminal(), is_ci, global.quiet, global.no_progress, json),
-                verbose: global.verbose,
-            },
-        }
+        Env { workspace: Workspace::new(journal_path, azure_settings(global)), printer: Printer::new(global) }
     }
 
     /// A command's result: JSON on stdout with --output json, else the text.

@@ -189,7 +189,7 @@ pub fn get(env: &Env, key: &str, run: Option<&str>) -> CliResult {
         for event in published.into_iter().rev() {
             match &event.data {
                 EventData::StepFinished(d)
-                    if d.kind == runbook_steps::Checkpoint::NAME && d.status == StepStatus::Succeeded =>
+                    if runbook_steps::KindRole::publishes(&d.kind) && d.status == StepStatus::Succeeded =>
                 {
                     if let Some(v) = d.outputs.as_ref().and_then(|o| o.get(output)) {
                         found = Some(v.clone());

@@ -501,7 +501,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Show { name } => catalog::show(&env, &name),
         Command::Init { runbook, path } => init::init(&env, &runbook, path),
         Command::Graph { name, format } => catalog::graph(&env, &name, format),
-        Command::Schema => catalog::schema(),
+        Command::Schema => catalog::schema(&env),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

@@ -7,7 +7,9 @@ use std::io::Write;
 
 use serde_json::Value;
 
-use crate::report::{DisplayMode, Reporter, reporter_for};
+use crate::cli::{Global, OutputFormat};
+use crate::exit::CliError;
+use crate::report::{DisplayMode, Reporter, display_mode, reporter_for};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Printer {
@@ -18,6 +20,27 @@ pub struct Printer {
 }
 
 impl Printer {
+    /// The printer the command line's global options ask for.
+    pub fn new(global: &Global) -> Printer {
+        use std::io::IsTerminal;
+        let json = global.output == OutputFormat::Json;
+        let is_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
+        Printer {
+            json,
+            mode: display_mode(std::io::stderr().is_terminal(), is_ci, global.quiet, global.no_progress, json),
+            verbose: global.verbose,
+        }
+    }
+
+    /// A command's error: its JSON on stdout with `--output json` (what a machine reads), and
+    /// its rendering with hint on stderr in every mode.
+    pub fn error(&self, error: &CliError) {
+        if self.json {
+            self.out_line(error.to_json());
+        }
+        self.err(error.render());
+    }
+
     /// A command's result: JSON on stdout with `--output json`, else the text.
     pub fn result(&self, text: &str, json: Value) {
         if self.json {

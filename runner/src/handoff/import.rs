@@ -286,7 +286,7 @@ fn check_conflicts(journal: &Journal, runbook: &str, values: &Values, files: &[P
     let prior = crate::plan::load_prior(journal, runbook, None, false).map_err(CliError::Internal)?;
     let mut conflicts = Vec::new();
     for (checkpoint, outputs) in values {
-        let Some(done) = prior.done.get(checkpoint).filter(|d| d.kind == runbook_steps::Checkpoint::NAME) else {
+        let Some(done) = prior.done.get(checkpoint).filter(|d| d.published) else {
             continue;
         };
         for (name, (value, _)) in outputs {

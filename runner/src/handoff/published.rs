@@ -39,7 +39,7 @@ pub fn published(journal: &Journal, runbook: &str) -> Result<BTreeMap<String, Pu
         }
         let Some(step) = row.step else { return Ok(()) };
         if let EventData::StepFinished(finished) = row.decode()?
-            && finished.kind == runbook_steps::Checkpoint::NAME
+            && runbook_steps::KindRole::publishes(&finished.kind)
             && finished.status == StepStatus::Succeeded
         {
             let file_sha256 = finished

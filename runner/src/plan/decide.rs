@@ -91,7 +91,7 @@ mod tests {
             digest: digest.into(),
             input_digests: digests(argv),
             outputs: Map::new(),
-            kind: "exec".into(),
+            published: false,
             made_on: None,
         }
     }

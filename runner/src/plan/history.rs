@@ -8,7 +8,7 @@ use runbook_journal::{
     ChainHead, EventData, GATE_APPROVED, HANDOFF_IMPORTED, Journal, RUN_CREATED, RunRecord, STEP_FINISHED,
     STEP_SKIPPED, STEP_STARTED, STEPS_REUSED, StepStatus, VerifiedRow,
 };
-use runbook_steps::{Approval, AzureTarget, Checkpoint};
+use runbook_steps::{Approval, AzureTarget, KindRole};
 use serde_json::{Map, Value};
 
 use crate::model::Runbook;
@@ -112,7 +112,7 @@ impl History {
                             digest: String::new(),
                             input_digests: Map::new(),
                             outputs: unseal_outputs(journal, outputs.as_object()),
-                            kind: Checkpoint::NAME.into(),
+                            published: true,
                             // Done where the exporter's run acted, not where it was imported.
                             made_on: imported
                                 .provenance
@@ -193,7 +193,7 @@ impl History {
                             digest: finished.digest.unwrap_or_default(),
                             input_digests,
                             outputs: unseal_outputs(journal, finished.outputs.as_ref()),
-                            kind: finished.kind,
+                            published: KindRole::publishes(&finished.kind),
                             made_on: made_on.clone(),
                         };
                         match prior.done.get_mut(instance) {
@@ -222,7 +222,7 @@ impl History {
                         digest: skipped.digest,
                         input_digests: skipped.input_digests,
                         outputs: unseal_outputs(journal, Some(&skipped.outputs)),
-                        kind: skipped.kind,
+                        published: KindRole::publishes(&skipped.kind),
                         made_on: made_on.clone(),
                     };
                     prior.done.insert(instance.to_string(), done);
@@ -257,7 +257,7 @@ impl History {
         let mut missing = Vec::new();
         for (alias, requirement) in &runbook.file.requires {
             let prior = self.prior(journal, &requirement.runbook, None, false)?.acting_on(target.clone());
-            let mut checkpoints: Vec<&Done> = prior.done.values().filter(|d| d.kind == Checkpoint::NAME).collect();
+            let mut checkpoints: Vec<&Done> = prior.done.values().filter(|d| d.published).collect();
             checkpoints.sort_by(|a, b| a.run_id.cmp(&b.run_id));
             let (here, elsewhere): (Vec<&Done>, Vec<&Done>) =
                 checkpoints.into_iter().partition(|d| prior.made_elsewhere(d).is_none());
@@ -304,8 +304,8 @@ impl History {
                     continue;
                 }
                 let published: Vec<Map<String, Value>> = match row.decode()? {
-                    EventData::StepFinished(f) if f.kind == Checkpoint::NAME => f.outputs.into_iter().collect(),
-                    EventData::StepSkipped(s) if s.kind == Checkpoint::NAME => vec![s.outputs],
+                    EventData::StepFinished(f) if KindRole::publishes(&f.kind) => f.outputs.into_iter().collect(),
+                    EventData::StepSkipped(s) if KindRole::publishes(&s.kind) => vec![s.outputs],
                     EventData::HandoffImported(i) => {
                         i.checkpoints.values().filter_map(|v| v.as_object().cloned()).collect()
                     }

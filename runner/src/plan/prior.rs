@@ -19,7 +19,9 @@ pub struct Done {
     pub digest: String,
     pub input_digests: Map<String, Value>,
     pub outputs: Map<String, Value>,
-    pub kind: String,
+    /// Its outputs are published to later runbooks: a checkpoint's, or values a hand-off
+    /// brought.
+    pub published: bool,
     /// The Azure the run that did (or reused) it acted on; None for runs journaled without one.
     pub made_on: Option<AzureTarget>,
 }
