@@ -2,8 +2,9 @@
 # Installs what the tests need beyond the Rust toolchain on a fresh Debian machine, each pinned
 # and each a no-op when already present: Debian's chromium (the timeline page is rendered
 # headless), Azurite from npm (package-lock.json) for the blob kind, and the pinned Azure CLI
-# in .venv/azure-cli, and the pinned Entra clients (MSAL, azure-identity, PyJWT) in
-# .venv/entra-clients. Tests that need one of these fail loudly when it is missing.
+# in .venv/azure-cli, the pinned Entra clients (MSAL, azure-identity, PyJWT) in
+# .venv/entra-clients, and Debian's PostgreSQL server (the tests start their own, on loopback in
+# a temporary directory). Tests that need one of these fail loudly when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,15 @@ if ! command -v chromium >/dev/null 2>&1; then
   [ "$(id -u)" -eq 0 ] || as_root="sudo"
   $as_root apt-get update
   DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y --no-install-recommends chromium
+fi
+if ! compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null; then
+  as_root=""
+  [ "$(id -u)" -eq 0 ] || as_root="sudo"
+  # Only the programs: no cluster of the package's own, and no server left running on 5432.
+  $as_root mkdir -p /etc/postgresql-common/createcluster.d
+  echo "create_main_cluster = false" | $as_root tee /etc/postgresql-common/createcluster.d/runbook-tests.conf >/dev/null
+  $as_root apt-get update
+  DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y --no-install-recommends postgresql
 fi
 npm ci --no-audit --no-fund
 bash tests/az/install.sh
