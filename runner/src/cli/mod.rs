@@ -486,6 +486,13 @@ pub enum AuditFormat {
     Markdown,
 }
 
+/// A journal named by a server's URL rather than a file's path. Taken as a path, it would create
+/// directories named after the URL's scheme and host.
+fn is_server_url(journal: &std::path::Path) -> bool {
+    let text = journal.to_string_lossy();
+    ["postgres://", "postgresql://"].iter().any(|scheme| text.starts_with(scheme))
+}
+
 pub async fn dispatch(cli: Cli) -> CliResult {
     let env = Env::new(&cli.global);
     if cli.global.journal.len() > 1
@@ -494,6 +501,12 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         return Err(exit::CliError::user_hint(
             "--journal is given more than once",
             "only `audit`, `verify` and `diagnose` read several journals; every other command works on one",
+        ));
+    }
+    if let Some(url) = cli.global.journal.iter().find(|j| is_server_url(j)) {
+        return Err(exit::CliError::user_hint(
+            format!("`{}`: a journal on a PostgreSQL server is not supported by this build yet", url.display()),
+            "give the journal as a file (--journal PATH or RUNBOOK_JOURNAL=PATH; default .runbook/journal.db)",
         ));
     }
     match cli.command {
