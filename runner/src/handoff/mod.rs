@@ -10,3 +10,4 @@ pub mod link;
 pub mod published;
 pub mod sealing;
 pub mod signing;
+pub mod supersede;
