@@ -148,9 +148,16 @@ pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Importe
     };
     place_clashing_files(&mut files, &mut values, &replaces, file)?;
 
-    // Everything is checked: write the files, then journal the import.
-    for planned in files.iter().filter(|f| !f.present) {
-        write_new(&planned.path, &planned.bytes, planned.secret)?;
+    // Everything is checked: write the files, then journal the import. A write that fails
+    // takes back the files written before it.
+    let to_write: Vec<&Planned> = files.iter().filter(|f| !f.present).collect();
+    for (n, planned) in to_write.iter().enumerate() {
+        if let Err(e) = write_new(&planned.path, &planned.bytes, planned.secret) {
+            for written in &to_write[..n] {
+                let _ = std::fs::remove_file(&written.path);
+            }
+            return Err(e);
+        }
     }
     let journal = match journal {
         Some(journal) => journal,
