@@ -3,7 +3,8 @@
 //! credentials again cannot help; the application needs a new secret, and the management
 //! cluster the credentials file holding it. The fix runs Phase 1's step that minted the secret
 //! again (it rewrites azure_mgmt.json from the new one), then replaces external-dns's
-//! credentials secret from that file.
+//! credentials secret from that file; when Phase 2 ran from a hand-off, it says how the new
+//! file reaches that journal (a newer hand-off replaces the one imported).
 
 use serde_json::Value;
 
