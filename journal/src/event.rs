@@ -297,6 +297,12 @@ pub struct HandoffProvenance {
     pub chain_head: ChainHead,
     /// SHA-256 fingerprint of the SSH key that signed the file.
     pub signer: String,
+    /// The exporter's journal, named by the hash of its first event: the same for every
+    /// hand-off that journal makes, so a later one can be told from another journal's. With
+    /// the signer and the chain head it orders the hand-offs of one source. Absent in files
+    /// made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<String>,
 }
 
 /// A checkpoint's values and files were written to a hand-off file for another person.
@@ -328,6 +334,23 @@ pub struct HandoffImported {
     /// Files written, by `checkpoint.name`: path, SHA-256, whether secret.
     pub files: Map<String, Value>,
     pub omitted_secrets: Vec<String>,
+    /// The values this import replaced: those of an earlier hand-off from the same source, or
+    /// (given `--replace`) the journal's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<Replaced>,
+}
+
+/// Values of one checkpoint that an import replaced.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Replaced {
+    pub checkpoint: String,
+    /// The names of the values that differed.
+    pub values: Vec<String>,
+    /// The run that held them: the earlier import's, or a local run's.
+    pub run_id: String,
+    /// The earlier import's file; None when the values were this journal's own.
+    pub file_sha256: Option<String>,
 }
 
 /// A ready instance waits because another one holds its serialization key: the wait ends at its

@@ -159,7 +159,8 @@ fn words(command: &str) -> Vec<String> {
 
 /// Breaks `breakage`, checks `diagnose` names `cause` (and no other) with evidence naming
 /// `field` and a GET-only read, runs its fix, and waits for `diagnose` to say healthy.
-fn diagnosed_and_fixed(breakage: &str, cause: &str, field: &str) {
+/// Returns the cause as the first diagnosis named it.
+fn diagnosed_and_fixed(breakage: &str, cause: &str, field: &str) -> serde_json::Value {
     let env = TestEnv::new();
     let broken = Broken::start(&env, breakage);
     assert!(
@@ -176,6 +177,7 @@ fn diagnosed_and_fixed(breakage: &str, cause: &str, field: &str) {
     assert_eq!(causes.len(), 1, "{found:#}");
     assert_eq!(causes[0]["id"], cause, "{found:#}");
     assert!(causes[0]["evidence"].as_array().unwrap().iter().any(|e| e["field"] == field), "{found:#}");
+    let named = causes[0].clone();
 
     for command in causes[0]["fix"]["commands"].as_array().expect("fix commands") {
         let argv = words(command.as_str().unwrap());
@@ -220,6 +222,7 @@ fn diagnosed_and_fixed(breakage: &str, cause: &str, field: &str) {
     let audit = broken.runbook(&["--journal", broken.journals[0].to_str().unwrap(), "audit"]);
     assert!(audit.stdout.contains(&format!("diagnosed: 1 causes ({cause})")), "{}", audit.all());
     assert!(audit.stdout.contains("diagnosed: healthy"), "{}", audit.all());
+    named
 }
 
 #[test]
@@ -244,11 +247,16 @@ fn external_dns_credentials_refused() {
 
 #[test]
 fn external_dns_secret_expired() {
-    diagnosed_and_fixed(
+    let cause = diagnosed_and_fixed(
         "external-dns-secret-expired",
         "external-dns-secret-expired",
         "passwordCredentials.endDateTime",
     );
+    // Phase 2 ran from a hand-off in the second journal: the fix says how the new file gets there.
+    let text = cause["fix"]["text"].as_str().unwrap();
+    for expected in ["export phase1-workload-identity", "import phase1.handoff", "run phase2-management-cluster"] {
+        assert!(text.contains(expected), "`{expected}` missing from the fix: {text}");
+    }
 }
 
 #[test]

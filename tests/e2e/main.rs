@@ -13,6 +13,8 @@ mod crash_phase3;
 mod diagnose;
 mod doctor;
 mod handoff;
+mod handoff_rotation;
+mod handoff_supersede;
 mod hypershift_standin;
 mod idempotent;
 mod init;

@@ -57,13 +57,20 @@ fn detail(event: &Event) -> String {
             d.file_sha256,
             d.provenance.chain_head.seq
         ),
-        EventData::HandoffImported(d) => format!(
-            "imported {} from {} (file sha256 {}, their chain head {})",
-            d.checkpoints.keys().cloned().collect::<Vec<_>>().join(", "),
-            who_text(&d.provenance.who),
-            d.file_sha256,
-            d.provenance.chain_head.seq
-        ),
+        EventData::HandoffImported(d) => {
+            let mut text = format!(
+                "imported {} from {} (file sha256 {}, their chain head {})",
+                d.checkpoints.keys().cloned().collect::<Vec<_>>().join(", "),
+                who_text(&d.provenance.who),
+                d.file_sha256,
+                d.provenance.chain_head.seq
+            );
+            for replaced in &d.replaces {
+                text.push_str("; ");
+                text.push_str(&crate::handoff::supersede::describe(replaced));
+            }
+            text
+        }
         EventData::StepQueued(d) => format!("waits for serialization key {}", d.key),
         EventData::DriftChecked(d) => {
             format!("{} objects read back: {} drifted, {} unreadable", d.objects, d.drift.len(), d.unreadable.len())
@@ -333,6 +340,7 @@ fn summarize(events: &[Event]) -> RunSummary {
                     d.file_sha256,
                     d.provenance.chain_head.seq
                 ));
+                summary.handoffs.extend(d.replaces.iter().map(crate::handoff::supersede::describe));
             }
             _ => {}
         }

@@ -10,13 +10,13 @@ use crate::handoff::import::{Imported, import_file, made_on};
 pub fn import(env: &Env, args: &ImportArgs) -> CliResult {
     let file = &args.file;
     let (imported, sha) = import_file(&env.journal_path, args)?;
-    let (run_id, signer, files, handoff) = match imported {
+    let (run_id, signer, files, handoff, replaces) = match imported {
         Imported::Already { run_id } => {
             let text = format!("`{}` was already imported (run {run_id}); nothing to do\n", file.display());
             env.print(&text, json!({ "file": file, "sha256": sha, "run": run_id, "already_imported": true }));
             return Ok(Exit::Ok);
         }
-        Imported::New { run_id, signer, files, handoff } => (run_id, signer, files, handoff),
+        Imported::New { run_id, signer, files, handoff, replaces } => (run_id, signer, files, handoff, replaces),
     };
     let exporter = &handoff.provenance.who;
     let mut text = format!(
@@ -40,13 +40,17 @@ pub fn import(env: &Env, args: &ImportArgs) -> CliResult {
             target.describe()
         ));
     }
+    for replaced in &replaces {
+        text.push_str(&format!("{}\n", crate::handoff::supersede::describe(replaced)));
+    }
     if !handoff.omitted_secrets.is_empty() {
         text.push_str(&format!("left out by the exporter: {}\n", handoff.omitted_secrets.join(", ")));
     }
     env.print(
         &text,
         json!({ "file": file, "sha256": sha, "run": run_id, "runbook": handoff.provenance.runbook,
-                "signer": signer, "files": files, "omitted_secrets": handoff.omitted_secrets, "provenance": handoff.provenance }),
+                "signer": signer, "files": files, "omitted_secrets": handoff.omitted_secrets, "provenance": handoff.provenance,
+                "replaces": replaces }),
     );
     Ok(Exit::Ok)
 }

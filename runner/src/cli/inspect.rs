@@ -60,7 +60,7 @@ pub fn step_states(journal: &Journal, run_id: &str) -> CliResult<(BTreeMap<Strin
                 for (checkpoint, outputs) in &d.checkpoints {
                     states.insert(
                         checkpoint.clone(),
-                        json!({ "state": "imported", "at": event.ts, "outputs": outputs, "source": import_source(&d.provenance) }),
+                        json!({ "state": "imported", "at": event.ts, "outputs": outputs, "source": import_source(d) }),
                     );
                 }
             }
@@ -72,14 +72,17 @@ pub fn step_states(journal: &Journal, run_id: &str) -> CliResult<(BTreeMap<Strin
     Ok((states, finished))
 }
 
-/// Where an imported value came from: the exporter, their run and the hand-off's signer.
-fn import_source(provenance: &runbook_journal::HandoffProvenance) -> Value {
+/// Where an imported value came from: the exporter, their run and the hand-off's signer, and
+/// what the import replaced.
+fn import_source(imported: &runbook_journal::HandoffImported) -> Value {
+    let provenance = &imported.provenance;
     json!({
         "import": true,
         "exporter": provenance.who,
         "exported_at": provenance.exported_at,
         "runs": provenance.runs,
         "signer": provenance.signer,
+        "replaces": imported.replaces,
     })
 }
 
@@ -200,7 +203,7 @@ pub fn get(env: &Env, key: &str, run: Option<&str>) -> CliResult {
                 EventData::HandoffImported(d) => {
                     if let Some(v) = d.checkpoints.values().find_map(|o| o.get(output)) {
                         found = Some(v.clone());
-                        source = import_source(&d.provenance);
+                        source = import_source(d);
                         break;
                     }
                 }

@@ -247,6 +247,11 @@ pub enum Command {
         /// The persona importing (journaled as who)
         #[arg(long)]
         persona: Option<String>,
+        /// Let the hand-off's values replace values this journal made itself (the import records
+        /// what it replaced). Values of an earlier hand-off from the same signer and journal are
+        /// replaced by a newer one without it; an older one is always refused.
+        #[arg(long)]
+        replace: bool,
     },
     /// What ran, who ran it, when, with what result
     Audit {
@@ -537,8 +542,8 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Export { target, to, out, sign_with, no_secrets } => {
             export::export(&env, &export::ExportArgs { target, to, out, sign_with, no_secrets })
         }
-        Command::Import { file, identity, trust, trusted_keys, dir, persona } => {
-            import::import(&env, &import::ImportArgs { file, identity, trust, trusted_keys, dir, persona })
+        Command::Import { file, identity, trust, trusted_keys, dir, persona, replace } => {
+            import::import(&env, &import::ImportArgs { file, identity, trust, trusted_keys, dir, persona, replace })
         }
         Command::Audit { since, format, verify } => {
             audit::audit(&env, &cli.global.journal, since.as_deref(), format, verify)

@@ -451,6 +451,7 @@ pub fn hand_off(rehearsal: &Rehearsal) -> CliResult<SecondPerson> {
             trusted_keys: None,
             dir: Some(dir.clone()),
             persona: Some("hypershift-admin".into()),
+            replace: false,
         },
     )?;
     let import_run = match imported {

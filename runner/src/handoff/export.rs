@@ -88,6 +88,7 @@ pub fn export_file(journal: &Journal, args: &ExportArgs) -> CliResult<Exported> 
         runs,
         chain_head: journal.chain_head()?,
         signer: signing::fingerprint(key.public_key()),
+        journal: journal.event_hash(1)?,
     };
     let handoff = Handoff {
         format: format::FORMAT.into(),

@@ -11,14 +11,17 @@ use ssh_key::SshSig;
 
 /// What the body's `format` field says, so another JSON file is told apart from a hand-off.
 pub const FORMAT: &str = "runbook-handoff";
-/// The one body layout this build reads and writes.
-pub const VERSION: u64 = 1;
+/// The body layout this build writes. Version 2 added the exporter's journal to the
+/// provenance (what lets a later hand-off replace an earlier one); version 1 is still read.
+pub const VERSION: u64 = 2;
+/// The oldest body layout this build reads.
+const OLDEST: u64 = 1;
 /// The SSHSIG namespace: a signature made for anything else (a git commit, another kind of
 /// file) does not verify as a hand-off.
 pub const NAMESPACE: &str = "runbook-handoff";
 const SIGNATURE_BEGIN: &str = "-----BEGIN SSH SIGNATURE-----";
 
-/// The body, version 1.
+/// The body, version 2 (version 1 is the same without `provenance.journal`).
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Handoff {
@@ -71,7 +74,7 @@ pub enum Unreadable {
     BadSignature(String),
     #[error("its body is not a hand-off ({0}); the file is truncated or altered")]
     NotAHandoff(String),
-    #[error("it has format version {found}; this build reads version {VERSION}")]
+    #[error("it has format version {found}; this build reads versions {OLDEST} to {VERSION}")]
     UnknownVersion { found: String },
 }
 
@@ -105,7 +108,7 @@ pub fn parse(body: &[u8]) -> Result<Handoff, Unreadable> {
         return Err(Unreadable::NotAHandoff(format!("its `format` is not `{FORMAT}`")));
     }
     match value.get("version") {
-        Some(v) if v.as_u64() == Some(VERSION) => {}
+        Some(v) if v.as_u64().is_some_and(|v| (OLDEST..=VERSION).contains(&v)) => {}
         Some(v) => return Err(Unreadable::UnknownVersion { found: v.to_string() }),
         None => return Err(Unreadable::UnknownVersion { found: "(none)".into() }),
     }
@@ -119,6 +122,10 @@ mod tests {
     #[test]
     fn a_newer_version_is_named_and_a_missing_signature_is_truncation() {
         let body = br#"{"format":"runbook-handoff","version":7,"whatever":1}"#;
+        assert!(matches!(
+            parse(br#"{"format":"runbook-handoff","version":0}"#),
+            Err(Unreadable::UnknownVersion { .. })
+        ));
         assert!(matches!(parse(body), Err(Unreadable::UnknownVersion { found }) if found == "7"));
         assert!(matches!(parse(br#"{"format":"other","version":1}"#), Err(Unreadable::NotAHandoff(_))));
         assert!(matches!(split(b"{}\n-----BEGIN SSH SIG"), Err(Unreadable::NoSignature)));

@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
-use runbook_journal::{EventData, HANDOFF_IMPORTED, HandoffImported, Journal, NewEvent, NewRun};
+use runbook_journal::{EventData, HANDOFF_IMPORTED, HandoffImported, Journal, NewEvent, NewRun, Replaced};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -17,6 +17,7 @@ use crate::exit::{CliError, CliResult};
 use crate::handoff::format::{self, Content, Handoff};
 use crate::handoff::sealing::Identity;
 use crate::handoff::signing;
+use crate::handoff::supersede::{self, Conflict};
 
 pub struct ImportArgs {
     pub file: PathBuf,
@@ -25,6 +26,8 @@ pub struct ImportArgs {
     pub trusted_keys: Option<PathBuf>,
     pub dir: Option<PathBuf>,
     pub persona: Option<String>,
+    /// Let the hand-off's values replace values this journal made itself (journaled).
+    pub replace: bool,
 }
 
 /// A file to write, decided before anything is written.
@@ -36,6 +39,9 @@ struct Planned {
     secret: bool,
     /// Already there with the same content.
     present: bool,
+    /// Already there with other content: refused, unless the import replaces that value, when
+    /// the new content goes under a name of its own.
+    clash: bool,
 }
 
 fn refused(file: &Path, why: impl std::fmt::Display, hint: &str) -> CliError {
@@ -45,14 +51,14 @@ fn refused(file: &Path, why: impl std::fmt::Display, hint: &str) -> CliError {
 /// What an import did.
 pub enum Imported {
     /// The same file was imported before, as this run.
-    Already {
-        run_id: String,
-    },
+    Already { run_id: String },
     New {
         run_id: String,
         signer: String,
         files: Vec<Value>,
         handoff: Box<Handoff>,
+        /// What it replaced: an earlier import's values, or (with --replace) local ones.
+        replaces: Vec<Replaced>,
     },
 }
 
@@ -99,6 +105,13 @@ pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Importe
     })?;
     let handoff = format::parse(body)
         .map_err(|e| refused(file, e, "import it with the build that exported it, or a newer one"))?;
+    if handoff.provenance.signer != signer {
+        return Err(refused(
+            file,
+            format!("it names its signer {} but was signed by {signer}", handoff.provenance.signer),
+            "ask the exporter for the file again, as `runbook export` wrote it",
+        ));
+    }
 
     // Re-importing the same file changes nothing.
     let journal = match journal_path.try_exists() {
@@ -120,21 +133,46 @@ pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Importe
     let identity = identity_for(&handoff, args, file)?;
     let dir = std::path::absolute(args.dir.clone().unwrap_or_else(|| PathBuf::from(".")))
         .map_err(|e| CliError::Internal(e.into()))?;
-    let (values, files) = open_contents(&handoff, identity.as_ref(), &dir, file)?;
-    if let Some(journal) = &journal {
-        check_conflicts(journal, &handoff.provenance.runbook, &values, &files, file)?;
-    }
+    let (mut values, mut files) = open_contents(&handoff, identity.as_ref(), &dir, file)?;
+    let replaces = match &journal {
+        Some(journal) => {
+            let conflicts = find_conflicts(journal, &handoff.provenance.runbook, &values, &files)?;
+            supersede::decide(&conflicts, &handoff.provenance, &signer, &imports(journal)?, args.replace).map_err(
+                |refusal| {
+                    let (why, hint) = refusal.explain();
+                    refused(file, why, &hint)
+                },
+            )?
+        }
+        None => Vec::new(),
+    };
+    place_clashing_files(&mut files, &mut values, &replaces, file)?;
 
-    // Everything is checked: write the files, then journal the import.
-    for planned in files.iter().filter(|f| !f.present) {
-        write_new(&planned.path, &planned.bytes, planned.secret)?;
+    // Everything is checked: write the files, then journal the import. A write that fails
+    // takes back the files written before it.
+    let to_write: Vec<&Planned> = files.iter().filter(|f| !f.present).collect();
+    for (n, planned) in to_write.iter().enumerate() {
+        if let Err(e) = write_new(&planned.path, &planned.bytes, planned.secret) {
+            for written in &to_write[..n] {
+                let _ = std::fs::remove_file(&written.path);
+            }
+            return Err(e);
+        }
     }
     let journal = match journal {
         Some(journal) => journal,
         None => crate::workspace::create_journal(journal_path)?,
     };
     let run_id = crate::who::new_run_id();
-    let outcome = journal_import(&journal, &run_id, &handoff, &file_sha256, &values, &files, args.persona.as_deref());
+    let outcome = journal_import(
+        &journal,
+        &run_id,
+        &handoff,
+        &file_sha256,
+        (&values, &files),
+        replaces.clone(),
+        args.persona.as_deref(),
+    );
     if let Err(e) = outcome {
         for planned in files.iter().filter(|f| !f.present) {
             let _ = std::fs::remove_file(&planned.path);
@@ -143,7 +181,70 @@ pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Importe
     }
     let written =
         files.iter().map(|f| json!({ "key": f.key, "path": f.path, "secret": f.secret, "sha256": f.sha256 })).collect();
-    Ok((Imported::New { run_id, signer, files: written, handoff: Box::new(handoff) }, file_sha256))
+    Ok((Imported::New { run_id, signer, files: written, handoff: Box::new(handoff), replaces }, file_sha256))
+}
+
+/// This journal's imports, by run.
+fn imports(journal: &Journal) -> CliResult<BTreeMap<String, HandoffImported>> {
+    let mut found = BTreeMap::new();
+    journal.read_verified(|row| {
+        if row.kind == HANDOFF_IMPORTED
+            && let EventData::HandoffImported(imported) = row.decode()?
+        {
+            found.insert(row.run_id.to_string(), imported);
+        }
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+/// A file whose name is taken by other content goes under a name of its own (its content's
+/// digest in it) when the import replaces that value, or when an earlier import already wrote
+/// the same content there. The earlier file stays what the earlier import journaled, and the
+/// value's path changes, which is what makes a later runbook's step that reads it run again.
+/// Otherwise it is refused.
+fn place_clashing_files(
+    files: &mut [Planned],
+    values: &mut Values,
+    replaces: &[Replaced],
+    file: &Path,
+) -> CliResult<()> {
+    for planned in files.iter_mut().filter(|f| f.clash) {
+        let (checkpoint, name) = planned.key.split_once('.').expect("a file's key is checkpoint.name");
+        let replaced = replaces.iter().any(|r| r.checkpoint == checkpoint && r.values.iter().any(|v| v == name));
+        let path = versioned(&planned.path, &planned.sha256);
+        let present = match std::fs::read(&path) {
+            Ok(existing) => Some(existing == planned.bytes),
+            Err(_) => None,
+        };
+        match present {
+            Some(true) => planned.present = true,
+            None if replaced => {}
+            _ => {
+                return Err(refused(
+                    file,
+                    format!("`{}` exists with other content than `{}`", planned.path.display(), planned.key),
+                    "import into another directory with --dir, or move the existing file away",
+                ));
+            }
+        }
+        planned.clash = false;
+        planned.path = path;
+        if let Some(entry) = values.get_mut(checkpoint).and_then(|e| e.get_mut(name)) {
+            entry.0 = Value::String(planned.path.display().to_string());
+        }
+    }
+    Ok(())
+}
+
+/// `azure_mgmt.json` with content `3f2a…` → `azure_mgmt.3f2a9c1b7d0e.json`.
+fn versioned(path: &Path, sha256: &str) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{}.{}", &sha256[..12], ext.to_string_lossy()),
+        None => format!("{stem}.{}", &sha256[..12]),
+    };
+    path.with_file_name(name)
 }
 
 fn imported_before(journal: &Journal, file_sha256: &str) -> CliResult<Option<String>> {
@@ -262,33 +363,28 @@ fn open_contents(
                 ));
             };
             let path = dir.join(plain_name);
-            let present = match std::fs::read(&path) {
-                Ok(existing) if existing == bytes => true,
-                Ok(_) => {
-                    return Err(refused(
-                        file,
-                        format!("`{}` exists with other content than `{key}`", path.display()),
-                        "import into another directory with --dir, or move the existing file away",
-                    ));
-                }
-                Err(_) => false,
+            let (present, clash) = match std::fs::read(&path) {
+                Ok(existing) => (existing == bytes, existing != bytes),
+                Err(_) => (false, false),
             };
             entry.insert(name.clone(), (Value::String(path.display().to_string()), handed.secret));
-            files.push(Planned { key, path, bytes, sha256, secret: handed.secret, present });
+            files.push(Planned { key, path, bytes, sha256, secret: handed.secret, present, clash });
         }
     }
     Ok((values, files))
 }
 
-/// A value this journal already holds for the same runbook's checkpoint (from a local run or an
-/// earlier import) must be the same; a file value must have the same content.
-fn check_conflicts(journal: &Journal, runbook: &str, values: &Values, files: &[Planned], file: &Path) -> CliResult<()> {
+/// The values this journal already holds for the same runbook's checkpoints (from a local run
+/// or an earlier import) that differ from the hand-off's: a file value differs when its content
+/// does. By checkpoint, with the run holding them.
+fn find_conflicts(journal: &Journal, runbook: &str, values: &Values, files: &[Planned]) -> CliResult<Vec<Conflict>> {
     let prior = crate::plan::load_prior(journal, runbook, None, false).map_err(CliError::Internal)?;
     let mut conflicts = Vec::new();
     for (checkpoint, outputs) in values {
         let Some(done) = prior.done.get(checkpoint).filter(|d| d.published) else {
             continue;
         };
+        let mut differing = Vec::new();
         for (name, (value, _)) in outputs {
             let key = format!("{checkpoint}.{name}");
             let Some(existing) = done.outputs.get(name) else { continue };
@@ -300,30 +396,29 @@ fn check_conflicts(journal: &Journal, runbook: &str, values: &Values, files: &[P
                 None => existing == value,
             };
             if !same {
-                conflicts.push(key);
+                differing.push(name.clone());
             }
         }
+        if !differing.is_empty() {
+            conflicts.push(Conflict { checkpoint: checkpoint.clone(), values: differing, run_id: done.run_id.clone() });
+        }
     }
-    if conflicts.is_empty() {
-        return Ok(());
-    }
-    Err(refused(
-        file,
-        format!(
-            "this journal already holds other values for {} (run {})",
-            conflicts.join(", "),
-            prior.done.values().map(|d| d.run_id.as_str()).max().unwrap_or("?")
-        ),
-        "import into a fresh journal (--journal), or run the runbook again to replace the values locally",
-    ))
+    Ok(conflicts)
 }
 
+/// Written beside its final name, synced, then linked to that name only if nothing holds it
+/// yet: an interrupted import never leaves half a file under the name, and never replaces one.
 fn write_new(path: &Path, bytes: &[u8], secret: bool) -> CliResult<()> {
     let fail = |e: std::io::Error| CliError::user(format!("cannot write `{}`: {e}", path.display()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true).mode(if secret { 0o600 } else { 0o644 });
-    let mut out = options.open(path).map_err(fail)?;
-    out.write_all(bytes).and_then(|()| out.sync_all()).map_err(fail)
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    // Created 0600; a file that is not secret is opened up once its content is whole.
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    tmp.write_all(bytes).and_then(|()| tmp.as_file().sync_all()).map_err(fail)?;
+    if !secret {
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644)).map_err(fail)?;
+    }
+    tmp.persist_noclobber(path).map_err(|e| fail(e.error))?;
+    Ok(())
 }
 
 fn journal_import(
@@ -331,8 +426,8 @@ fn journal_import(
     run_id: &str,
     handoff: &Handoff,
     file_sha256: &str,
-    values: &Values,
-    files: &[Planned],
+    (values, files): (&Values, &[Planned]),
+    replaces: Vec<Replaced>,
     persona: Option<&str>,
 ) -> CliResult<()> {
     let checkpoints: Map<String, Value> = values
@@ -372,6 +467,7 @@ fn journal_import(
         checkpoints,
         files: file_rows,
         omitted_secrets: handoff.omitted_secrets.clone(),
+        replaces,
     };
     journal.append(&[NewEvent::new(run_id, EventData::HandoffImported(imported))])?;
     Ok(())

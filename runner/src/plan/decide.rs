@@ -52,10 +52,14 @@ pub fn decide<'a>(
     }
     match prior.done.get(instance) {
         None => Decision::Run(NOT_RUN_BEFORE.into()),
-        Some(done) if done.digest == digest => match prior.made_elsewhere(done) {
-            Some(why) => Decision::Run(why),
-            None => Decision::Reuse(done),
-        },
+        Some(done) if done.digest == digest => {
+            let changed =
+                || done.changed_file().map(|path| format!("`{path}` changed since run {} vouched for it", done.run_id));
+            match prior.made_elsewhere(done).or_else(changed) {
+                Some(why) => Decision::Run(why),
+                None => Decision::Reuse(done),
+            }
+        }
         Some(done) => Decision::Run(match changed_inputs(&done.input_digests, input_digests) {
             changed if changed.is_empty() => format!("its definition changed since run {}", done.run_id),
             changed => format!("since run {}{changed}", done.run_id),
@@ -93,7 +97,35 @@ mod tests {
             outputs: Map::new(),
             published: false,
             made_on: None,
+            file_sha256: Map::new(),
         }
+    }
+
+    #[test]
+    fn a_checkpoint_whose_file_was_rewritten_runs_again_with_the_same_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("azure_mgmt.json");
+        std::fs::write(&path, "old secret").unwrap();
+        let mut checkpoint = done("d1", "x");
+        checkpoint.kind = "checkpoint".into();
+        checkpoint.outputs.insert("azure_mgmt_file".into(), json!(path.display().to_string()));
+        use sha2::Digest;
+        let old = hex::encode(sha2::Sha256::digest(b"old secret"));
+        checkpoint.file_sha256.insert("azure_mgmt_file".into(), json!(old));
+        let mut prior = Prior::default();
+        prior.done.insert("handoff".into(), checkpoint);
+        let none = HashSet::new();
+        assert!(matches!(decide(&prior, &none, "handoff", "handoff", "d1", &digests("x")), Decision::Reuse(_)));
+        std::fs::write(&path, "new secret").unwrap();
+        match decide(&prior, &none, "handoff", "handoff", "d1", &digests("x")) {
+            Decision::Run(reason) => {
+                assert_eq!(reason, format!("`{}` changed since run r1 vouched for it", path.display()))
+            }
+            other => panic!("{other:?}"),
+        }
+        // Gone: left to whoever reads it, as before.
+        std::fs::remove_file(&path).unwrap();
+        assert!(matches!(decide(&prior, &none, "handoff", "handoff", "d1", &digests("x")), Decision::Reuse(_)));
     }
 
     #[test]

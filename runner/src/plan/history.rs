@@ -120,6 +120,8 @@ impl History {
                                 .get(checkpoint)
                                 .and_then(exported_target)
                                 .or_else(|| made_on.clone()),
+                            // Never run here: nothing of this runbook runs in the importing journal.
+                            file_sha256: Map::new(),
                         };
                         prior.failed.remove(checkpoint);
                         prior.done.insert(checkpoint.clone(), done);
@@ -195,6 +197,13 @@ impl History {
                             outputs: unseal_outputs(journal, finished.outputs.as_ref()),
                             published: KindRole::publishes(&finished.kind),
                             made_on: made_on.clone(),
+                            file_sha256: finished
+                                .evidence
+                                .as_ref()
+                                .and_then(|e| e.get("file_sha256"))
+                                .and_then(Value::as_object)
+                                .cloned()
+                                .unwrap_or_default(),
                         };
                         match prior.done.get_mut(instance) {
                             Some(slot) => *slot = done,
@@ -216,6 +225,8 @@ impl History {
                 }
                 EventData::StepSkipped(skipped) => {
                     prior.failed.remove(instance);
+                    // A reuse vouches for what the outcome it reused vouched for.
+                    let file_sha256 = prior.done.get(instance).map(|d| d.file_sha256.clone()).unwrap_or_default();
                     let done = Done {
                         run_id: skipped.from_run,
                         seq: row.seq,
@@ -224,6 +235,7 @@ impl History {
                         outputs: unseal_outputs(journal, Some(&skipped.outputs)),
                         published: KindRole::publishes(&skipped.kind),
                         made_on: made_on.clone(),
+                        file_sha256,
                     };
                     prior.done.insert(instance.to_string(), done);
                 }

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use runbook_journal::Journal;
 use runbook_steps::AzureTarget;
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 use crate::model::Runbook;
 use crate::plan::history::History;
@@ -24,6 +25,23 @@ pub struct Done {
     pub published: bool,
     /// The Azure the run that did (or reused) it acted on; None for runs journaled without one.
     pub made_on: Option<AzureTarget>,
+    /// A checkpoint's files: the SHA-256 of each as it vouched for it, by output name (whose
+    /// value is the file's path).
+    pub file_sha256: Map<String, Value>,
+}
+
+impl Done {
+    /// A file this checkpoint vouched for that now holds other content. Its inputs name the
+    /// file by path, so a step rewriting it (a rotated secret written again) leaves the digest
+    /// as it was; reusing the checkpoint would vouch for content the file no longer has, and
+    /// its hand-off would be refused. A file that is gone is left to whoever reads it.
+    pub fn changed_file(&self) -> Option<&str> {
+        self.file_sha256.iter().find_map(|(name, digest)| {
+            let path = self.outputs.get(name)?.as_str()?;
+            let bytes = std::fs::read(path).ok()?;
+            (Some(hex::encode(Sha256::digest(&bytes)).as_str()) != digest.as_str()).then_some(path)
+        })
+    }
 }
 
 #[derive(Clone, Debug)]

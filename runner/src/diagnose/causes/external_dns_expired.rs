@@ -3,7 +3,8 @@
 //! credentials again cannot help; the application needs a new secret, and the management
 //! cluster the credentials file holding it. The fix runs Phase 1's step that minted the secret
 //! again (it rewrites azure_mgmt.json from the new one), then replaces external-dns's
-//! credentials secret from that file.
+//! credentials secret from that file; when Phase 2 ran from a hand-off, it says how the new
+//! file reaches that journal (a newer hand-off replaces the one imported).
 
 use serde_json::Value;
 
@@ -46,6 +47,25 @@ fn credentials_file<'a>(scene: &'a Scene, run: &str, app_id: &str) -> Option<&'a
     })
 }
 
+/// When Phase 2 ran from a hand-off (in another journal than the run that minted the secret),
+/// how the new secret reaches that journal: until it does, Phase 2's copy of azure_mgmt.json
+/// (and default/azure-config-file made from it) holds the expired one, and running Phase 2 again
+/// from it would bring that back.
+fn handed_on(scene: &Scene, minted_in: &std::path::Path) -> String {
+    let Some(phase2) = scene.runs.iter().rev().find(|r| r.runbook == PHASE2 && r.journal != minted_in) else {
+        return String::new();
+    };
+    format!(
+        " Then hand the new file on, or Phase 2's copy (and default/azure-config-file) keeps the expired secret: export Phase 1 again (`runbook --journal {} export phase1-workload-identity --to THEIR_KEY.pub -o phase1.handoff --sign-with YOUR_KEY`); in the HyperShift administrator's journal, `runbook --journal {} import phase1.handoff --trust EXPORTER_KEY.pub --identity YOUR_KEY` (a newer hand-off from the same signer and journal replaces the one imported before) and `runbook --journal {} run phase2-management-cluster --var external_dns=true`, which runs again the steps that read azure_mgmt.json",
+        minted_in.display(),
+        phase2.journal.display(),
+        phase2.journal.display()
+    )
+}
+
+/// The runbook whose run read azure_mgmt.json from the hand-off.
+const PHASE2: &str = "phase2-management-cluster";
+
 pub fn cause(scene: &Scene, pod: &Value, failure: &SignInFailure, mut evidence: Vec<Evidence>) -> Cause {
     let app_id = failure.client_id.clone().unwrap_or_default();
     let app = scene
@@ -84,8 +104,10 @@ pub fn cause(scene: &Scene, pod: &Value, failure: &SignInFailure, mut evidence: 
             commands.push(format!(
                 "kubectl create secret generic {secret} --namespace {OPERATOR_NAMESPACE} --from-file={SECRET_KEY}={file}"
             ));
+            let minted_in = minted.and_then(|m| scene.run(&m.run)).map(|r| r.journal.clone());
             format!(
-                "issue a new client secret for the External DNS application (Phase 1's step again, which also rewrites {file}), then replace the secret {OPERATOR_NAMESPACE}/{secret} from that file; external-dns signs in again by itself and writes the records. Phase 2's hand-off copy of azure_mgmt.json (and the secret default/azure-config-file made from it) still holds the expired secret: do not run Phase 2's install again from it"
+                "issue a new client secret for the External DNS application (Phase 1's step again, which also rewrites {file}), then replace the secret {OPERATOR_NAMESPACE}/{secret} from that file; external-dns signs in again by itself and writes the records.{}",
+                minted_in.map(|journal| handed_on(scene, &journal)).unwrap_or_default()
             )
         }
         _ => {
