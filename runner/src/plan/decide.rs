@@ -107,7 +107,7 @@ mod tests {
         let path = dir.path().join("azure_mgmt.json");
         std::fs::write(&path, "old secret").unwrap();
         let mut checkpoint = done("d1", "x");
-        checkpoint.kind = "checkpoint".into();
+        checkpoint.published = true;
         checkpoint.outputs.insert("azure_mgmt_file".into(), json!(path.display().to_string()));
         use sha2::Digest;
         let old = hex::encode(sha2::Sha256::digest(b"old secret"));
