@@ -144,7 +144,72 @@ pub fn find(scene: &Scene, diagnosis: &mut Diagnosis, explained: &mut Vec<String
 
 #[cfg(test)]
 mod tests {
-    use super::same_region;
+    use serde_json::json;
+
+    use super::{find, same_region};
+    use crate::diagnose::{Diagnosis, Scene};
+
+    fn scene(ingress: serde_json::Value) -> Scene {
+        let sub = "/subscriptions/s";
+        Scene {
+            clusters: vec![json!({
+                "metadata": {"namespace": "clusters", "name": "hc"},
+                "spec": {"platform": {"azure": {"subscriptionID": "s", "location": "eastus"}}},
+                "status": {"conditions": [{"type": "InfrastructureReady", "status": "False", "reason": "WaitingOnInfrastructureReady", "message": "Kubernetes APIServer load balancer is not provisioned: …"}]},
+            })],
+            services: vec![json!({
+                "metadata": {"namespace": "clusters-hc", "name": "kube-apiserverlb"},
+                "spec": {"type": "LoadBalancer"},
+                "status": {"loadBalancer": {"ingress": ingress}},
+            })],
+            events: vec![json!({
+                "type": "Warning", "reason": "SyncLoadBalancerFailed",
+                "involvedObject": {"kind": "Service", "namespace": "clusters-hc", "name": "kube-apiserverlb"},
+                "message": "Error syncing load balancer: failed to ensure load balancer: … PublicIPCountLimitReached …",
+            })],
+            network_usages: vec![(
+                "eastus".into(),
+                json!({"value": [{"name": {"value": "PublicIPAddresses"}, "currentValue": 20, "limit": 20}]}),
+            )],
+            public_ips: vec![
+                json!({"id": format!("{sub}/resourceGroups/hc-managed/providers/Microsoft.Network/publicIPAddresses/hc"), "location": "eastus",
+                    "properties": {"ipConfiguration": {"id": "…/frontendIPConfigurations/hc"}}}),
+                json!({"id": format!("{sub}/resourceGroups/west/providers/Microsoft.Network/publicIPAddresses/w"), "location": "westus", "properties": {}}),
+                json!({"id": format!("{sub}/resourceGroups/other/providers/Microsoft.Network/publicIPAddresses/spare"), "location": "East US", "properties": {}}),
+            ],
+            ..Scene::default()
+        }
+    }
+
+    #[test]
+    fn a_load_balancer_without_an_address_over_the_quota_names_the_usage_and_a_spare_address() {
+        let (mut diagnosis, mut explained) = (Diagnosis::default(), Vec::new());
+        find(&scene(json!([])), &mut diagnosis, &mut explained);
+        assert_eq!(explained, ["HostedCluster clusters/hc"]);
+        let cause = &diagnosis.causes[0];
+        assert_eq!(cause.id, "api-load-balancer-no-address");
+        let fields: Vec<&str> = cause.evidence.iter().map(|e| e.field.as_str()).collect();
+        for field in
+            ["status.loadBalancer.ingress", "events (Warning)", "status.controlPlaneEndpoint", "PublicIPAddresses"]
+        {
+            assert!(fields.contains(&field), "{fields:?}");
+        }
+        // Only the address in the region that is attached to nothing is offered.
+        assert_eq!(
+            cause.fix.commands,
+            [
+                "az network public-ip delete --ids /subscriptions/s/resourceGroups/other/providers/Microsoft.Network/publicIPAddresses/spare"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_load_balancer_with_its_address_is_healthy() {
+        let (mut diagnosis, mut explained) = (Diagnosis::default(), Vec::new());
+        find(&scene(json!([{"ip": "52.160.1.9"}])), &mut diagnosis, &mut explained);
+        assert!(diagnosis.causes.is_empty() && explained.is_empty());
+        assert!(diagnosis.healthy[0].ends_with("at 52.160.1.9:7443"), "{:?}", diagnosis.healthy);
+    }
 
     #[test]
     fn regions_compare_as_arm_compares_them() {
