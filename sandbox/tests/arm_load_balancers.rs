@@ -252,3 +252,36 @@ async fn destroy_with_a_preserved_group_lists_the_cluster_resources_and_deletes_
     assert_eq!(left.body["value"], json!([]));
     sandbox.shutdown().await;
 }
+
+/// The subscription's public IP quota in a region: 20 addresses, then a new one is refused as
+/// Azure refuses it, an update of an existing one is not, the usages report the count, and
+/// another region has its own.
+#[tokio::test]
+async fn public_ip_addresses_count_against_the_regions_quota() {
+    let sandbox = support::start(support::network_config()).await;
+    let arm = Arm::new(&sandbox).await;
+    arm.resource_group("hc1-abc12").await;
+    for n in 0..20 {
+        let answer = arm.put(&format!("{RG}/publicIPAddresses/ip{n}?{NET}"), public_ip_body()).await;
+        assert_eq!(answer.status, 201, "{}", answer.body);
+    }
+    let over = arm.put(&format!("{RG}/publicIPAddresses/one-more?{NET}"), public_ip_body()).await;
+    assert_eq!((over.status, over.error_code().as_str()), (400, "PublicIPCountLimitReached"), "{}", over.body);
+    assert_eq!(
+        over.body["error"]["message"],
+        "Cannot create more than 20 public IP addresses for this subscription in this region."
+    );
+    let again = arm.put(&format!("{RG}/publicIPAddresses/ip0?{NET}"), public_ip_body()).await;
+    assert!(again.status == 200 || again.status == 201, "an update is no new address: {}", again.body);
+
+    let usages = arm.get(&format!("/providers/Microsoft.Network/locations/eastus/usages?{NET}")).await;
+    assert_eq!(usages.status, 200, "{}", usages.body);
+    let counter = &usages.body["value"][0];
+    assert_eq!(counter["name"]["value"], "PublicIPAddresses");
+    assert_eq!((counter["currentValue"].as_u64(), counter["limit"].as_u64()), (Some(20), Some(20)));
+
+    let mut elsewhere = public_ip_body();
+    elsewhere["location"] = json!("westus");
+    assert_eq!(arm.put(&format!("{RG}/publicIPAddresses/west?{NET}"), elsewhere).await.status, 201);
+    sandbox.shutdown().await;
+}

@@ -313,6 +313,24 @@ impl Rig {
     /// The cluster and its node pool; with `paused_until`, the HostedCluster's
     /// `spec.pausedUntil` holds it out of the operator's hands from the start.
     fn create_cluster_paused_until(&self, replicas: u64, paused_until: Option<&str>) {
+        self.create_cluster_edited(replicas, |hc| {
+            if let Some(until) = paused_until {
+                hc["spec"]["pausedUntil"] = json!(until);
+            }
+        });
+    }
+
+    /// The cluster as `create cluster azure` makes it without `--external-dns-domain`: its API
+    /// published by a LoadBalancer Service with no hostname.
+    fn create_cluster_without_external_dns(&self, replicas: u64) {
+        self.create_cluster_edited(replicas, |hc| {
+            hc["spec"]["services"][0] =
+                json!({"service": "APIServer", "servicePublishingStrategy": {"type": "LoadBalancer"}});
+        });
+    }
+
+    /// The cluster and its node pool, the HostedCluster changed by `edit` before it is created.
+    fn create_cluster_edited(&self, replicas: u64, edit: impl FnOnce(&mut Value)) {
         let sub = self.sandbox.subscription_id();
         let h = &self.mgmt;
         h.create("namespaces", None, json!({"metadata": {"name": NS}}), "hypershift-cli").unwrap();
@@ -362,9 +380,7 @@ impl Rig {
             },
         });
         let mut hc = hc;
-        if let Some(until) = paused_until {
-            hc["spec"]["pausedUntil"] = json!(until);
-        }
+        edit(&mut hc);
         h.create(HC, Some(NS), hc, "hypershift-cli").unwrap();
         let np = json!({
             "apiVersion": "hypershift.openshift.io/v1beta1", "kind": "NodePool",
@@ -913,6 +929,58 @@ async fn mgmt_kubectl(rig: &Rig, args: &[&str]) -> String {
     .unwrap();
     assert!(output.status.success(), "kubectl {shown}: {}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn without_external_dns_the_api_is_the_address_the_cloud_provider_gives_its_load_balancer_service() {
+    let rig = Rig::start(Breakage::default()).await;
+    rig.create_cluster_without_external_dns(1);
+    let available = rig.wait_for_condition("Available", "True").await;
+    assert_eq!(available["reason"], "AsExpected");
+    assert_eq!(condition(&rig.hc(), "InfrastructureReady")["status"], "True");
+
+    // The control-plane operator's two Services: the load balancer on 7443 and the ClusterIP.
+    let lb = rig.mgmt.get("services", Some("clusters-example"), "kube-apiserverlb").unwrap();
+    assert_eq!(lb["spec"]["type"], "LoadBalancer");
+    assert_eq!(lb["spec"]["ports"][0]["port"], 7443);
+    assert_eq!(lb["spec"]["ports"][0]["targetPort"], 6443);
+    assert_eq!(lb["spec"]["selector"]["app"], "kube-apiserver");
+    let address = lb["status"]["loadBalancer"]["ingress"][0]["ip"].as_str().expect("an address").to_string();
+    let internal = rig.mgmt.get("services", Some("clusters-example"), "kube-apiserver").unwrap();
+    assert_eq!(internal["spec"]["type"], "ClusterIP");
+    assert_eq!(internal["spec"]["ports"][0]["port"], 6443);
+
+    // The HostedCluster's endpoint is that address, on the load balancer's port.
+    let hc = rig.hc();
+    assert_eq!(hc["status"]["controlPlaneEndpoint"], json!({"host": address, "port": 7443}));
+
+    // What the procedure's `kubectl get svc -n clusters-NAME` shows, and the cloud provider's Events.
+    let table = mgmt_kubectl(&rig, &["get", "svc", "-n", "clusters-example"]).await;
+    let row = table.lines().find(|l| l.starts_with("kube-apiserverlb ")).unwrap_or_else(|| panic!("{table}"));
+    let columns: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(columns[1], "LoadBalancer", "{table}");
+    assert_eq!(columns[3], address, "{table}");
+    assert!(columns[4].starts_with("7443:") && columns[4].ends_with("/TCP"), "{table}");
+    let events = mgmt_kubectl(&rig, &["get", "events", "-n", "clusters-example"]).await;
+    let about_lb: Vec<&str> = events.lines().filter(|l| l.contains("service/kube-apiserverlb")).collect();
+    assert!(about_lb.iter().any(|l| l.contains("Normal") && l.contains("EnsuringLoadBalancer")), "{events}");
+    assert!(about_lb.iter().any(|l| l.contains("Normal") && l.contains("EnsuredLoadBalancer")), "{events}");
+
+    rig.sandbox.shutdown().await;
+}
+
+#[tokio::test]
+async fn with_a_hostname_the_api_endpoint_is_the_hostname_once_the_load_balancer_has_an_address() {
+    let rig = Rig::start(Breakage::default()).await;
+    rig.create_cluster(1);
+    rig.wait_for_condition("Available", "True").await;
+    let lb = rig.mgmt.get("services", Some("clusters-example"), "kube-apiserverlb").unwrap();
+    assert!(lb["status"]["loadBalancer"]["ingress"][0]["ip"].is_string(), "{lb:#}");
+    assert_eq!(
+        rig.hc()["status"]["controlPlaneEndpoint"],
+        json!({"host": format!("api-{NAME}.{EXTERNAL_DOMAIN}"), "port": 7443})
+    );
+    rig.sandbox.shutdown().await;
 }
 
 /// The pod of the hosted control plane namespace whose name starts with `workload-`.

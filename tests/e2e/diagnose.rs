@@ -29,10 +29,12 @@ impl Drop for Broken {
 }
 
 impl Broken {
-    fn start(env: &TestEnv, breakage: &str) -> Broken {
+    /// `rehearse --break breakage --serve`, with `more` arguments (the DNS strategy).
+    fn start(env: &TestEnv, breakage: &str, more: &[&str]) -> Broken {
         let log_path = env.path().join("rehearse.log");
         let log = std::fs::File::create(&log_path).expect("log file");
-        let args = ["rehearse", "--break", breakage, "--serve", "--output", "json", "--dir", "rehearsals"];
+        let mut args = vec!["rehearse", "--break", breakage, "--serve", "--output", "json", "--dir", "rehearsals"];
+        args.extend_from_slice(more);
         let mut child = env
             .command(&args)
             .args(["--latency-scale", "0"])
@@ -161,8 +163,19 @@ fn words(command: &str) -> Vec<String> {
 /// `field` and a GET-only read, runs its fix, and waits for `diagnose` to say healthy.
 /// Returns the cause as the first diagnosis named it.
 fn diagnosed_and_fixed(breakage: &str, cause: &str, field: &str) -> serde_json::Value {
-    let env = TestEnv::new();
-    let broken = Broken::start(&env, breakage);
+    diagnosed_and_fixed_rehearsing(&TestEnv::new(), breakage, &[], cause, field).1
+}
+
+/// [`diagnosed_and_fixed`] in `env`, the rehearsal given `more` arguments; the sandbox, still
+/// serving, and the cause as the first diagnosis named it.
+fn diagnosed_and_fixed_rehearsing(
+    env: &TestEnv,
+    breakage: &str,
+    more: &[&str],
+    cause: &str,
+    field: &str,
+) -> (Broken, serde_json::Value) {
+    let broken = Broken::start(env, breakage, more);
     assert!(
         broken.result["summary"].as_array().unwrap().iter().any(|l| l.as_str().unwrap().contains(breakage)),
         "{}",
@@ -222,7 +235,7 @@ fn diagnosed_and_fixed(breakage: &str, cause: &str, field: &str) -> serde_json::
     let audit = broken.runbook(&["--journal", broken.journals[0].to_str().unwrap(), "audit"]);
     assert!(audit.stdout.contains(&format!("diagnosed: 1 causes ({cause})")), "{}", audit.all());
     assert!(audit.stdout.contains("diagnosed: healthy"), "{}", audit.all());
-    named
+    (broken, named)
 }
 
 #[test]
@@ -272,6 +285,58 @@ fn an_nsg_rule_denying_the_api_port_to_the_nodes() {
 #[test]
 fn a_deletion_held_by_a_foreign_finalizer() {
     diagnosed_and_fixed("destroy-stuck-finalizer", "deletion-blocked-by-finalizer", "metadata.finalizers");
+}
+
+/// Without External DNS, the API's load balancer Service gets no address (the public IP quota
+/// is used up): diagnose names it with Azure's error and the usage, the fix frees an address, and
+/// the Service's address becomes the cluster's API endpoint.
+#[test]
+fn without_external_dns_the_api_load_balancer_without_an_address() {
+    let env = TestEnv::new();
+    let (broken, _) = diagnosed_and_fixed_rehearsing(
+        &env,
+        "api-lb-no-address",
+        &["--no-external-dns"],
+        "api-load-balancer-no-address",
+        "status.loadBalancer.ingress",
+    );
+    let kubectl = |args: &[&str]| broken.program(std::path::Path::new(crate::support::KUBECTL), args);
+    let hc = kubectl(&["get", "hostedclusters", "-A", "-o", "json"]);
+    assert_eq!(hc.code, 0, "{}", hc.all());
+    let hc: Value = serde_json::from_str(&hc.stdout).unwrap();
+    let hc = &hc["items"][0];
+    let namespace =
+        format!("{}-{}", hc["metadata"]["namespace"].as_str().unwrap(), hc["metadata"]["name"].as_str().unwrap());
+    // What the procedure's `kubectl get svc -n clusters-NAME` shows now: the address, which the
+    // HostedCluster names as its API endpoint.
+    let table = kubectl(&["get", "svc", "-n", &namespace]);
+    assert_eq!(table.code, 0, "{}", table.all());
+    let row: Vec<&str> = table
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("kube-apiserverlb "))
+        .unwrap_or_else(|| panic!("{}", table.stdout))
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[1], "LoadBalancer", "{}", table.stdout);
+    assert_eq!(hc["status"]["controlPlaneEndpoint"]["host"], row[3], "{hc:#}");
+    assert_eq!(hc["status"]["controlPlaneEndpoint"]["port"], 7443, "{hc:#}");
+    // Azure's refusal is the Service's Warning event.
+    let events = kubectl(&["get", "events", "-n", &namespace]);
+    assert!(
+        events.stdout.lines().any(|l| l.contains("SyncLoadBalancerFailed") && l.contains("PublicIPCountLimitReached")),
+        "{}",
+        events.stdout
+    );
+}
+
+/// That breakage belongs to the path without External DNS, whose API has a load balancer.
+#[test]
+fn the_api_load_balancer_breakage_needs_the_path_without_external_dns() {
+    let env = TestEnv::new();
+    let out = env.run(&["rehearse", "--break", "api-lb-no-address", "--dir", "rehearsals"]);
+    assert_ne!(out.code, 0, "{}", out.all());
+    assert!(out.all().contains("add --no-external-dns"), "{}", out.all());
 }
 
 #[test]

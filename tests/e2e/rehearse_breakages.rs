@@ -7,9 +7,16 @@ use crate::support::TestEnv;
 
 /// Rehearses with `breakage` at zero latency; the JSON result.
 fn rehearse_broken(breakage: &str) -> Value {
+    rehearse_broken_with(breakage, &[])
+}
+
+/// [`rehearse_broken`] with `more` arguments (the DNS strategy).
+fn rehearse_broken_with(breakage: &str, more: &[&str]) -> Value {
     let env = TestEnv::new();
-    let out =
-        env.run(&["rehearse", "--break", breakage, "--latency-scale", "0", "--output", "json", "--dir", "rehearsals"]);
+    let mut args =
+        vec!["rehearse", "--break", breakage, "--latency-scale", "0", "--output", "json", "--dir", "rehearsals"];
+    args.extend_from_slice(more);
+    let out = env.run(&args);
     assert_ne!(out.code, 0, "a broken rehearsal stops: {}", out.all());
     out.last_json()
 }
@@ -53,4 +60,33 @@ fn with_a_foreign_finalizer_cleanups_destroy_times_out() {
     // The HostedCluster is still there, held by the finalizer.
     let kube = result["kube"].as_array().unwrap();
     assert!(kube.iter().any(|o| o["kind"] == "HostedCluster"), "{kube:#?}");
+}
+
+#[test]
+fn without_a_public_ip_left_the_api_load_balancer_gets_no_address_and_phase_3_waits_in_vain() {
+    let result = rehearse_broken_with("api-lb-no-address", &["--no-external-dns"]);
+    assert_stopped_on(&result, "api-lb-no-address", "Phase 2", "phase3-hosted-cluster");
+    let kube = result["kube"].as_array().unwrap();
+    assert!(
+        kube.iter().any(|o| o["kind"] == "Service"
+            && o["namespace"].as_str().is_some_and(|n| n.starts_with("clusters-"))
+            && o["name"] == "kube-apiserverlb"),
+        "{kube:#?}"
+    );
+    // The other team's addresses, and the cluster's own egress address, which took the last one.
+    let resources: Vec<&str> = result["resources"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let others = resources
+        .iter()
+        .filter(|id| {
+            id.to_ascii_lowercase()
+                .contains("/resourcegroups/data-platform-rg/providers/microsoft.network/publicipaddresses/")
+        })
+        .count();
+    assert!(others > 0, "{resources:#?}");
+    assert!(
+        resources.iter().any(|id| id
+            .to_ascii_lowercase()
+            .contains("/resourcegroups/rehearse-managed-rg/providers/microsoft.network/publicipaddresses/")),
+        "{resources:#?}"
+    );
 }

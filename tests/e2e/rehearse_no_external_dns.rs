@@ -64,6 +64,16 @@ fn without_external_dns_every_phase_day2_and_cleanup_then_nothing_remains() {
     assert!(phase3.contains(&"create_cluster_no_external_dns".to_string()), "{phase3:#?}");
     assert!(!phase3.contains(&"create_cluster".to_string()), "{phase3:#?}");
 
+    // The API is published through its load balancer: once Phase 3 is done, the control plane
+    // has the `kube-apiserverlb` Service (and, with External DNS, it has none).
+    let phase3_objects = objects(&run_of(&result, "phase3-hosted-cluster")["kube"]);
+    assert!(
+        phase3_objects
+            .iter()
+            .any(|(kind, ns, name)| kind == "Service" && ns.starts_with("clusters-") && name == "kube-apiserverlb"),
+        "{phase3_objects:#?}"
+    );
+
     assert_day2_vms(&result);
     assert_nothing_left(&result);
 }

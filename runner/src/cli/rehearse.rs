@@ -276,6 +276,16 @@ fn check_breakage(breakage: runbook_sandbox::Breakage, phase: Option<u8>, extern
             "drop --no-external-dns",
         ));
     }
+    // With External DNS the API is published by Route, so no load balancer Service wants an address.
+    if breakage == runbook_sandbox::Breakage::ApiLbNoAddress && external_dns {
+        return Err(CliError::user_hint(
+            format!(
+                "`--break {}` breaks the API server's load balancer, which only the path without External DNS has",
+                breakage.name()
+            ),
+            "add --no-external-dns",
+        ));
+    }
     Ok(())
 }
 

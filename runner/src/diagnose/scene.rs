@@ -101,6 +101,14 @@ pub struct Scene {
     pub nodes: Vec<Value>,
     /// Events of the clusters', control-plane and operator namespaces.
     pub events: Vec<Value>,
+    /// Services of the control-plane namespaces (the API server's load balancer among them).
+    pub services: Vec<Value>,
+    /// For a cluster whose API load balancer has no address: the subscription's network usages
+    /// in the cluster's region (`PublicIPAddresses` and its limit), by location as the cluster
+    /// names it.
+    pub network_usages: Vec<(String, Value)>,
+    /// For the same: the subscription's public IP addresses, as ARM lists them.
+    pub public_ips: Vec<Value>,
     pub identities: Vec<Identity>,
     pub containers: Vec<ArmObject>,
     pub network_security_groups: Vec<ArmObject>,
@@ -212,6 +220,7 @@ pub async fn read_scene(
         }
     }
     read_cluster(readers, ledger, &mut scene).await;
+    read_public_ips(readers, &mut scene).await;
     read_azure(readers, ledger, &mut scene).await;
     read_applications(readers, ledger, &mut scene).await;
     read_role_assignments(readers, &mut scene).await;
@@ -285,6 +294,78 @@ async fn read_cluster(readers: &Readers, ledger: &Ledger, scene: &mut Scene) {
         match reader.list("v1", "Event", Some(namespace)).await {
             Ok(events) => scene.events.extend(events),
             Err(error) => unchecked(scene, &format!("events in {namespace}"), &error.message),
+        }
+    }
+    let control_planes: Vec<String> = scene.clusters.iter().map(Scene::control_plane_namespace).collect();
+    for namespace in &control_planes {
+        match reader.list("v1", "Service", Some(namespace)).await {
+            Ok(services) => scene.services.extend(services),
+            Err(error) => unchecked(scene, &format!("services in {namespace}"), &error.message),
+        }
+    }
+}
+
+/// The API server's load balancer Service of a HostedCluster published without External DNS
+/// (`kube-apiserverlb` in its control-plane namespace), as read.
+pub fn api_load_balancer<'a>(scene: &'a Scene, cluster: &Value) -> Option<&'a Value> {
+    let namespace = Scene::control_plane_namespace(cluster);
+    scene.services.iter().find(|s| {
+        s["metadata"]["namespace"] == namespace.as_str()
+            && s["metadata"]["name"] == API_LOAD_BALANCER
+            && s["spec"]["type"] == "LoadBalancer"
+    })
+}
+
+/// The Service HyperShift publishes the API server by on Azure, without External DNS.
+pub const API_LOAD_BALANCER: &str = "kube-apiserverlb";
+
+/// Whether a Service has been given an address by the cloud provider.
+pub fn has_address(service: &Value) -> bool {
+    service["status"]["loadBalancer"]["ingress"].as_array().is_some_and(|i| !i.is_empty())
+}
+
+/// For each cluster whose API load balancer has no address, the subscription's network usages in
+/// its region and its public IP addresses (what an address is counted against).
+async fn read_public_ips(readers: &Readers, scene: &mut Scene) {
+    let mut wanted: Vec<(String, String)> = Vec::new();
+    for cluster in &scene.clusters {
+        if api_load_balancer(scene, cluster).is_none_or(has_address) {
+            continue;
+        }
+        let azure = &cluster["spec"]["platform"]["azure"];
+        if let (Some(subscription), Some(location)) = (azure["subscriptionID"].as_str(), azure["location"].as_str()) {
+            let pair = (subscription.to_string(), location.to_string());
+            if !wanted.contains(&pair) {
+                wanted.push(pair);
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return;
+    }
+    let arm = match readers.arm().await {
+        Ok(reader) => reader,
+        Err((_, message)) => {
+            unchecked(scene, "the subscription's public IP addresses and quota", &message);
+            return;
+        }
+    };
+    let mut listed: Vec<String> = Vec::new();
+    for (subscription, location) in wanted {
+        let usages = format!("/subscriptions/{subscription}/providers/Microsoft.Network/locations/{location}/usages");
+        match arm.get(&usages, NETWORK_API_VERSION).await {
+            Ok(Some(body)) => scene.network_usages.push((location.clone(), body)),
+            Ok(None) => {}
+            Err(error) => unchecked(scene, &format!("network usages in {location}"), &error.message),
+        }
+        if listed.contains(&subscription) {
+            continue;
+        }
+        listed.push(subscription.clone());
+        let addresses = format!("/subscriptions/{subscription}/providers/Microsoft.Network/publicIPAddresses");
+        match arm.get(&addresses, NETWORK_API_VERSION).await {
+            Ok(list) => scene.public_ips.extend(list.and_then(|l| l["value"].as_array().cloned()).unwrap_or_default()),
+            Err(error) => unchecked(scene, &format!("public IP addresses of {subscription}"), &error.message),
         }
     }
 }

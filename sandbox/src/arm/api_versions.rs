@@ -186,6 +186,8 @@ pub(crate) const NETWORK: &[&str] = &[
     "2025-03-01",
     "2025-05-01",
     "2025-07-01",
+    // What the pinned Azure CLI's `network public-ip` commands send (az 2.91's aaz).
+    "2025-09-01",
     "2026-03-01",
 ];
 

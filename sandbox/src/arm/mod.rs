@@ -17,6 +17,7 @@ mod private_dns_links;
 mod private_dns_records;
 mod providers;
 mod public_ips;
+pub(crate) mod quotas;
 mod resource_groups;
 mod resource_listing;
 mod resource_types;
@@ -247,6 +248,11 @@ async fn route(ctx: &Ctx<'_>, segs: &[String]) -> Reply {
             } else {
                 not_modelled(ctx)
             }
+        }
+        [p, ns, loc, location, usages]
+            if eq(p, "providers") && eq(ns, "Microsoft.Network") && eq(loc, "locations") && eq(usages, "usages") =>
+        {
+            quotas::usages(ctx, location)
         }
         [p, ns, ty] if eq(p, "providers") => list_in_subscription(ctx, ns, ty),
         [rgs, rg, p, ns, ty, tail @ ..] if eq(rgs, "resourcegroups") && eq(p, "providers") => {

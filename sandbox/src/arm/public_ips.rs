@@ -9,7 +9,7 @@ use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::errors::{arm_error, location_required, method_not_allowed, resource_not_found};
-use super::{Ctx, live_rg_name, load_balancers, network, network_writes};
+use super::{Ctx, live_rg_name, load_balancers, network, network_writes, quotas};
 use crate::state::{Kind, Resource, State};
 use crate::wire::Reply;
 
@@ -87,10 +87,15 @@ async fn put(ctx: &Ctx<'_>, rg: &str, name: &str, key: &str) -> Reply {
     let standard = sku.eq_ignore_ascii_case("Standard");
     let allocation =
         props["publicIPAllocationMethod"].as_str().unwrap_or(if standard { "Static" } else { "Dynamic" }).to_string();
-    let existing_address = {
+    let (exists, existing_address) = {
         let state = ctx.shared.state();
-        state.resources.get(key).and_then(|r| r.body["properties"]["ipAddress"].as_str().map(str::to_string))
+        let existing = state.resources.get(key);
+        (existing.is_some(), existing.and_then(|r| r.body["properties"]["ipAddress"].as_str().map(str::to_string)))
     };
+    // A new address counts against the subscription's quota in its region; an update does not.
+    if !exists && !quotas::public_ip_fits(ctx.shared, location) {
+        return arm_error(StatusCode::BAD_REQUEST, quotas::PUBLIC_IP_LIMIT_CODE, &quotas::public_ip_limit_message());
+    }
     let mut properties = json!({
         "provisioningState": "Updating",
         "publicIPAddressVersion": props["publicIPAddressVersion"].as_str().unwrap_or("IPv4"),

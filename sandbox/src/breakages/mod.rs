@@ -72,6 +72,26 @@
 //!   '[{"op":"remove","path":"/metadata/finalizers/0"}]'` (the index of the foreign finalizer),
 //!   then `runbook resume`: destroy finds only its own finalizer, finishes and the HostedCluster
 //!   is gone.
+//! - `api-lb-no-address` (after Phase 2; only without External DNS, whose API is published by a
+//!   LoadBalancer Service): the resource group `data-platform-rg` (another team's) holds Standard
+//!   static public IP addresses `ingest-egress-NN` until the subscription has all its quota in
+//!   the procedure's region (`PublicIPAddresses` limit 20 in `GET
+//!   …/providers/Microsoft.Network/locations/<location>/usages`) but one. Phase 3's `create
+//!   cluster azure` takes that one for the cluster's egress load balancer; then in `NS-NAME` the
+//!   Service `kube-apiserverlb` (type LoadBalancer, port 7443) has no
+//!   `status.loadBalancer.ingress` (`kubectl get svc` shows `<pending>`), with a Normal Event
+//!   `EnsuringLoadBalancer` and a Warning Event `SyncLoadBalancerFailed`, source
+//!   `service-controller`, message `Error syncing load balancer: failed to ensure load balancer:
+//!   Retriable: false, RetryAfter: 0s, HTTPStatusCode: 400, RawError:
+//!   {"error":{"code":"PublicIPCountLimitReached","message":"Cannot create more than 20 public IP
+//!   addresses for this subscription in this region.","details":[]}}`. The HostedCluster has no
+//!   `status.controlPlaneEndpoint`, no kubeconfig, `InfrastructureReady` and `Available` False
+//!   `WaitingOnInfrastructureReady` (`Kubernetes APIServer load balancer is not provisioned:
+//!   <that message>`); Phase 3's `cluster_available` times out. A new `publicIPAddresses` PUT in
+//!   the region is refused the same way (400 `PublicIPCountLimitReached`). Fix: free an address
+//!   (`az network public-ip delete --ids <an unattached address>`) or have the quota raised; the
+//!   service controller retries, the Service gets its address (`EnsuredLoadBalancer`), the
+//!   endpoint is that address on port 7443 and the cluster becomes Available.
 //! - `stale-role-assignments` (after Phase 3): three `Contributor` role assignments named
 //!   `uuidv5(DNS, "<infraID>-cpo-<scope>")` on the cluster's managed, NSG and VNet resource
 //!   groups, for a principal id no directory object has: the control-plane operator's identity
@@ -86,6 +106,7 @@ mod external_dns;
 mod finalizer;
 mod identity;
 mod network;
+mod public_ips;
 mod roles;
 
 use crate::Shared;
@@ -116,6 +137,10 @@ pub enum Breakage {
     /// The HostedCluster carries another tool's finalizer that nothing removes: its deletion
     /// never completes and `hypershift destroy cluster azure` times out.
     DestroyStuckFinalizer,
+    /// Without External DNS: another team's public IPs leave one address of the region's quota,
+    /// which the cluster's egress takes; the API server's load balancer Service gets none
+    /// (PublicIPCountLimitReached).
+    ApiLbNoAddress,
     /// Role assignments an earlier cluster with the same infra id left for an identity that was
     /// deleted since: names of the infra id, principals that resolve to nothing.
     StaleRoleAssignments,
@@ -193,6 +218,13 @@ pub const BREAKAGES: &[BreakageInfo] = &[
         stops_after: 5,
     },
     BreakageInfo {
+        breakage: Breakage::ApiLbNoAddress,
+        name: "api-lb-no-address",
+        after_phase: 2,
+        reproduces: "DNS not resolving without External DNS: the API server's load balancer Service never gets an address (the subscription's public IP quota is used up)",
+        stops_after: 3,
+    },
+    BreakageInfo {
         breakage: Breakage::StaleRoleAssignments,
         name: "stale-role-assignments",
         after_phase: 3,
@@ -227,6 +259,7 @@ impl Breakage {
             Breakage::MgmtNoCapacity => capacity::cpu_hog(shared),
             Breakage::NsgDenyApi => network::deny_api(shared),
             Breakage::DestroyStuckFinalizer => finalizer::stuck_finalizer(shared),
+            Breakage::ApiLbNoAddress => public_ips::fill_quota(shared),
             Breakage::StaleRoleAssignments => roles::stale_assignments(shared),
         }
     }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::actors::Next;
 use super::conditions::Conditions;
 use super::identities::{self, Failure};
-use super::{HOSTED_CLUSTERS, Hypershift, control_plane, hosted_api, release, validation};
+use super::{HOSTED_CLUSTERS, Hypershift, api_service, cloud_provider, control_plane, hosted_api, release, validation};
 
 /// From first sight until the operator has validated the configuration, at real timing.
 const VALIDATION: Duration = Duration::from_secs(5);
@@ -194,10 +194,24 @@ impl ClusterReconciler {
         c.set("ValidConfiguration", "True", "AsExpected", "Configuration passes validation");
         c.set("ValidReleaseInfo", "True", "AsExpected", "Release image info is valid");
         c.set("PlatformCredentialsFound", "True", "AsExpected", "Required platform credentials are found");
-        c.set("InfrastructureReady", "True", "AsExpected", "All is well");
 
         let cp = control_plane::namespace_of(&self.namespace, &self.name);
         control_plane::ensure(hs, hc, &cp);
+        api_service::ensure(hs, hc, &cp);
+        let location = hc["spec"]["platform"]["azure"]["location"].as_str().unwrap_or_default();
+        let provisioning = cloud_provider::ensure_load_balancers(hs, &cp, location);
+        // Published by Route (External DNS), the API is `api.NAME.BASE_DOMAIN`; by LoadBalancer,
+        // it is whatever address the cloud provider gave the Service, and nothing goes on
+        // (no API server, no kubeconfig) until it has one.
+        let endpoint = if api_service::through_load_balancer(hc) {
+            api_service::endpoint(hs, hc, &cp)
+        } else {
+            Ok((format!("api.{}.{}", self.name, hc["spec"]["dns"]["baseDomain"].as_str().unwrap_or_default()), 443))
+        };
+        match &endpoint {
+            Ok(_) => c.set("InfrastructureReady", "True", "AsExpected", "All is well"),
+            Err(message) => c.set("InfrastructureReady", "False", "WaitingOnInfrastructureReady", message),
+        };
         control_plane::roll_out(hs, &cp, image);
         let ready = control_plane::readiness(hs, &cp, image);
         let etcd = ready.has(control_plane::ETCD);
@@ -208,6 +222,16 @@ impl ClusterReconciler {
             if etcd { "" } else { "Waiting for etcd to reach quorum" },
         );
         let mut api_up = false;
+        if let Err(message) = &endpoint {
+            waiting(c, "WaitingOnInfrastructureReady", message);
+            c.set(
+                "KubeAPIServerAvailable",
+                "False",
+                "WaitingForAvailable",
+                "Waiting for Kube APIServer deployment to become available",
+            );
+            return (provisioning.map_or(Next::After(hs.retry()), Next::After), false);
+        }
         if ready.has(control_plane::KUBE_APISERVER) {
             match hosted_api::ensure_server(hs, &self.key, hc).await {
                 Ok(_) => {
@@ -223,7 +247,9 @@ impl ClusterReconciler {
             c.set("KubeAPIServerAvailable", "True", "AsExpected", "Kube APIServer deployment is available");
             status["kubeconfig"] = json!({"name": hosted_api::kubeconfig_secret_name(&self.name)});
             status["kubeadminPassword"] = json!({"name": hosted_api::kubeadmin_secret_name(&self.name)});
-            status["controlPlaneEndpoint"] = json!({"host": format!("api.{}.{}", self.name, hc["spec"]["dns"]["baseDomain"].as_str().unwrap_or_default()), "port": 443});
+            if let Ok((host, port)) = &endpoint {
+                status["controlPlaneEndpoint"] = json!({"host": host, "port": port});
+            }
         } else {
             c.set(
                 "KubeAPIServerAvailable",

@@ -9,6 +9,8 @@
 //! - [`nodepool`]: a NodePool becomes Azure VMs (with NIC and OS disk) in the managed
 //!   resource group and Ready nodes in the hosted cluster's API.
 //! - Deleting either runs its finalizer ([`finalizers`]).
+//! - [`api_service`]: without External DNS, the API server's `LoadBalancer` Service, which
+//!   [`cloud_provider`] gives its public address: the cluster's API endpoint.
 //! - [`external_dns`]: the operator's external-dns signs in with its credentials secret and
 //!   writes the hosted clusters' records.
 //!
@@ -16,6 +18,8 @@
 //! its own timers; reconciles are level-triggered and idempotent.
 
 mod actors;
+mod api_service;
+mod cloud_provider;
 mod conditions;
 mod control_plane;
 mod external_dns;
@@ -180,7 +184,7 @@ fn route(hs: &Arc<Hypershift>, ev: &StoreEvent) {
                 actors::poke(hs, actors::Key::new(actors::Kind::Cluster, &ev.namespace, cluster));
             }
         }
-        "deployments.apps" | "pods" | "namespaces" | "secrets" => {
+        "deployments.apps" | "pods" | "namespaces" | "secrets" | "services" => {
             let ns = if ev.resource == "namespaces" { &ev.name } else { &ev.namespace };
             let external_dns_changed = ev.resource == "deployments.apps" && ev.name == external_dns::DEPLOYMENT;
             if ev.resource != "namespaces" && (external_dns_changed || external_dns::runs_in(hs, ns)) {

@@ -2,6 +2,7 @@
 //! starts from a symptom the scene shows (a condition, a pod's state, an Event) and looks for the
 //! evidence that explains it; a symptom no rule explains is reported as seen.
 
+mod api_load_balancer;
 mod cleanup;
 mod cluster;
 mod control_plane;
@@ -30,6 +31,7 @@ pub fn find_all(scene: &Scene, diagnosis: &mut Diagnosis) {
     let mut explained = Vec::new();
     identity::find(scene, diagnosis, &mut explained);
     control_plane::find(scene, diagnosis, &mut explained);
+    api_load_balancer::find(scene, diagnosis, &mut explained);
     workers::find(scene, diagnosis, &mut explained);
     cleanup::find(scene, diagnosis, &mut explained);
     external_dns::find(scene, diagnosis);
