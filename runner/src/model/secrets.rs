@@ -2,6 +2,8 @@
 //! secret (a secret variable, a secret output, or an output derived from a secret), and which of
 //! them would put it where other users of the machine can see it (a program's argv in `ps`).
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use crate::model::diagnostics::Problem;
@@ -11,80 +13,98 @@ use crate::model::source::Document;
 use crate::model::types::RunbookFile;
 use crate::model::validate::collect_strings;
 
+/// What a secret's flow is traced through: the runbook's variables and steps, with the steps
+/// found by id through an index (a runbook may have thousands of steps, each referring to others).
+struct Flow<'a> {
+    file: &'a RunbookFile,
+    defs: &'a [StepDef],
+    by_id: HashMap<&'a str, usize>,
+}
+
+impl<'a> Flow<'a> {
+    fn new(file: &'a RunbookFile, defs: &'a [StepDef]) -> Self {
+        Flow { file, defs, by_id: defs.iter().enumerate().map(|(i, d)| (d.id(), i)).collect() }
+    }
+
+    /// Whether each step (by index) receives a secret. Steps whose inputs hold a secret taint
+    /// the outputs they extract from what they captured, so secrecy follows the value downstream.
+    fn steps_with_secrets(&self) -> Vec<bool> {
+        let mut handles = vec![false; self.defs.len()];
+        // Dependencies form a DAG (cycles were refused): a pass per level settles it; the first
+        // pass that changes nothing ends it.
+        loop {
+            let mut changed = false;
+            for (i, def) in self.defs.iter().enumerate() {
+                if !handles[i] && self.step_reads_secret(&handles, def) {
+                    handles[i] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                return handles;
+            }
+        }
+    }
+
+    fn step_reads_secret(&self, handles: &[bool], def: &StepDef) -> bool {
+        let secret_items = self.for_each_is_secret(handles, def);
+        let mut strings = Vec::new();
+        for value in def.spec.inputs.values() {
+            collect_strings(value, "", &mut strings);
+        }
+        strings.iter().any(|(_, text)| {
+            refs::parse(text).map(|i| i.references().any(|r| self.is_secret(handles, r, secret_items))).unwrap_or(false)
+        })
+    }
+
+    fn for_each_is_secret(&self, handles: &[bool], def: &StepDef) -> bool {
+        let reference_is_secret =
+            |text: &str| refs::parse(text).is_ok_and(|i| i.references().any(|r| self.is_secret(handles, r, false)));
+        match &def.for_each {
+            Some(ForEach::Reference(r)) => self.is_secret(handles, r, false),
+            Some(ForEach::List(items)) => items.iter().any(|item| item.as_str().is_some_and(reference_is_secret)),
+            None => false,
+        }
+    }
+
+    fn is_secret(&self, handles: &[bool], reference: &Reference, secret_items: bool) -> bool {
+        match reference {
+            Reference::Var(name) => self.file.vars.get(name).is_some_and(|v| v.secret),
+            Reference::Item(_) => secret_items,
+            Reference::Step { step, output, .. } => self.by_id.get(step.as_str()).is_some_and(|&i| {
+                let d = &self.defs[i];
+                d.output(output).is_some_and(|o| o.secret) || (handles[i] && d.spec.outputs.contains_key(output))
+            }),
+            Reference::Required { .. } | Reference::Run(_) => false,
+        }
+    }
+}
+
 /// Whether each step (by index) receives a secret. Steps whose inputs hold a secret taint the
 /// outputs they extract from what they captured, so secrecy follows the value downstream.
 pub fn steps_with_secrets(file: &RunbookFile, defs: &[StepDef]) -> Vec<bool> {
-    let mut handles = vec![false; defs.len()];
-    // Dependencies form a DAG (cycles were refused): a pass per level settles it; the first
-    // pass that changes nothing ends it.
-    loop {
-        let mut changed = false;
-        for (i, def) in defs.iter().enumerate() {
-            if !handles[i] && step_reads_secret(file, defs, &handles, def) {
-                handles[i] = true;
-                changed = true;
-            }
-        }
-        if !changed {
-            return handles;
-        }
-    }
-}
-
-fn step_reads_secret(file: &RunbookFile, defs: &[StepDef], handles: &[bool], def: &StepDef) -> bool {
-    let secret_items = for_each_is_secret(file, defs, handles, def);
-    let mut strings = Vec::new();
-    collect_strings(&Value::Object(def.spec.inputs.clone()), "", &mut strings);
-    strings.iter().any(|(_, text)| {
-        refs::parse(text)
-            .map(|i| i.references().any(|r| is_secret(file, defs, handles, r, secret_items)))
-            .unwrap_or(false)
-    })
-}
-
-fn for_each_is_secret(file: &RunbookFile, defs: &[StepDef], handles: &[bool], def: &StepDef) -> bool {
-    let reference_is_secret =
-        |text: &str| refs::parse(text).is_ok_and(|i| i.references().any(|r| is_secret(file, defs, handles, r, false)));
-    match &def.for_each {
-        Some(ForEach::Reference(r)) => is_secret(file, defs, handles, r, false),
-        Some(ForEach::List(items)) => items.iter().any(|item| item.as_str().is_some_and(reference_is_secret)),
-        None => false,
-    }
-}
-
-fn is_secret(
-    file: &RunbookFile,
-    defs: &[StepDef],
-    handles: &[bool],
-    reference: &Reference,
-    secret_items: bool,
-) -> bool {
-    match reference {
-        Reference::Var(name) => file.vars.get(name).is_some_and(|v| v.secret),
-        Reference::Item(_) => secret_items,
-        Reference::Step { step, output, .. } => defs.iter().enumerate().any(|(i, d)| {
-            d.id() == step
-                && (d.output(output).is_some_and(|o| o.secret) || (handles[i] && d.spec.outputs.contains_key(output)))
-        }),
-        Reference::Required { .. } | Reference::Run(_) => false,
-    }
+    Flow::new(file, defs).steps_with_secrets()
 }
 
 /// A warning for every secret placed in an input its kind exposes (exec's argv).
 pub fn exposure_warnings(doc: &Document, file: &RunbookFile, defs: &[StepDef]) -> Vec<Problem> {
-    let handles = steps_with_secrets(file, defs);
+    let flow = Flow::new(file, defs);
+    let handles = flow.steps_with_secrets();
     let mut warnings = Vec::new();
     for def in defs {
-        let secret_items = for_each_is_secret(file, defs, &handles, def);
-        for exposed in def.kind.exposed_inputs() {
-            let Some(value) = Value::Object(def.spec.inputs.clone()).pointer(exposed).cloned() else { continue };
+        let exposed_inputs = def.kind.exposed_inputs();
+        if exposed_inputs.is_empty() {
+            continue;
+        }
+        let secret_items = flow.for_each_is_secret(&handles, def);
+        let inputs = Value::Object(def.spec.inputs.clone());
+        for exposed in exposed_inputs {
+            let Some(value) = inputs.pointer(exposed) else { continue };
             let mut strings = Vec::new();
-            collect_strings(&value, &format!("{}/inputs{exposed}", def.pointer()), &mut strings);
+            collect_strings(value, &format!("{}/inputs{exposed}", def.pointer()), &mut strings);
             for (at, text) in strings {
                 let Ok(interpolation) = refs::parse(&text) else { continue };
-                if let Some(secret) =
-                    interpolation.references().find(|r| is_secret(file, defs, &handles, r, secret_items))
-                {
+                if let Some(secret) = interpolation.references().find(|r| flow.is_secret(&handles, r, secret_items)) {
                     let input = exposed.trim_start_matches('/');
                     warnings.push(
                         doc.problem(

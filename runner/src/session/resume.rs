@@ -70,7 +70,9 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
         ));
     }
     let recorded = record.setup().unwrap_or_default();
-    check_same_azure(&ws.azure, &record, &recorded)?;
+    // Found once: it may read and decode a CA bundle, the same for every check below.
+    let target = ws.azure.target();
+    check_same_azure(&target, &record, &recorded)?;
     let locator = recorded.origin.as_ref().map_or(record.runbook.as_str(), |o| o.locator());
     let runbook = ws.load_runbook(locator)?;
     // A secret given with `--var` was journaled without its value: it must be given again.
@@ -80,12 +82,12 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
     let inputs = VarInputs { file: recorded.file.as_ref().map(PathBuf::from), overrides };
     let work_dir = PathBuf::from(if recorded.workdir.is_empty() { "." } else { recorded.workdir.as_str() });
     let fresh = recorded.fresh;
-    let prepared = prepare(runbook, &inputs, Some((&journal, &history)), &record.id, &work_dir, &ws.azure.target())?;
+    let prepared = prepare(runbook, &inputs, Some((&journal, &history)), &record.id, &work_dir, &target)?;
     let prepared_at = started.elapsed();
 
     let lock = journal.lock(&who::holder(&record.id, &format!("resume {}", prepared.runbook.name())))?;
     let history = current_history(&journal, Some(history))?;
-    let prior = history.prior(&journal, prepared.runbook.name(), Some(&record.id), fresh)?.acting_on(ws.azure.target());
+    let prior = history.prior(&journal, prepared.runbook.name(), Some(&record.id), fresh)?.acting_on(target.clone());
     check_interrupted(&prepared, &prior, &request.rerun)?;
     let decided = Decided {
         prior,
@@ -95,7 +97,7 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
     drop(history);
     let decided_at = started.elapsed();
     let writer = journal.writer()?;
-    let mut setup = crate::session::setup::run_setup(&ws.azure, &prepared, &journal, &inputs, &work_dir, fresh);
+    let mut setup = crate::session::setup::run_setup(&target, &prepared, &journal, &inputs, &work_dir, fresh);
     if prepared.runbook.digest != record.runbook_digest {
         setup.runbook_changed_from = Some(record.runbook_digest.clone());
     }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use runbook_journal::{Journal, RunRecord, RunSetup, RunbookOrigin};
-use runbook_steps::{AzureTarget, SettingsSource};
+use runbook_steps::AzureTarget;
 
 use crate::exit::{CliError, CliResult};
 use crate::model::Origin;
@@ -12,7 +12,7 @@ use crate::model::vars::VarInputs;
 use crate::session::prepare::Prepared;
 
 pub(crate) fn run_setup(
-    azure: &SettingsSource,
+    target: &AzureTarget,
     prepared: &Prepared,
     journal: &Journal,
     inputs: &VarInputs,
@@ -34,7 +34,7 @@ pub(crate) fn run_setup(
         }),
         workdir: work_dir.display().to_string(),
         fresh,
-        azure: serde_json::to_value(azure.target()).unwrap_or_default(),
+        azure: serde_json::to_value(target).unwrap_or_default(),
         runbook_changed_from: None,
     }
 }
@@ -43,18 +43,18 @@ pub(crate) fn run_setup(
 /// a run made against Azure never against a sandbox, nor against another tenant, subscription or
 /// cloud: checked before anything is sent, so a resume never falls back to another credential
 /// (the default one reaches real Azure).
-pub(crate) fn check_same_azure(azure: &SettingsSource, record: &RunRecord, setup: &RunSetup) -> CliResult<()> {
+/// `now` is the Azure this process's settings point at.
+pub(crate) fn check_same_azure(now: &AzureTarget, record: &RunRecord, setup: &RunSetup) -> CliResult<()> {
     let Ok(made_on) = serde_json::from_value::<AzureTarget>(setup.azure.clone()) else {
         return Ok(());
     };
-    let now = azure.target();
     let elsewhere = format!(
         "run {} was made against {}, and this resume would act on {}",
         record.id,
         made_on.describe(),
         now.describe()
     );
-    if made_on.is_sandbox() && now != made_on {
+    if made_on.is_sandbox() && *now != made_on {
         return Err(CliError::user_hint(
             format!(
                 "{elsewhere}; a sandbox lives only as long as the command that started it, so its runs cannot be continued anywhere else"
@@ -69,7 +69,7 @@ pub(crate) fn check_same_azure(azure: &SettingsSource, record: &RunRecord, setup
         ));
     }
     // Another tenant, subscription or cloud: the run's finished steps did their work elsewhere.
-    if !made_on.same_azure(&now) {
+    if !made_on.same_azure(now) {
         return Err(CliError::user_hint(
             elsewhere,
             "resume it with the Azure settings it was made with, or start a new run (`runbook run`) against this one",

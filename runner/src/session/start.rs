@@ -89,12 +89,13 @@ impl<'w> PreparedRun<'w> {
         };
         let lock = journal.lock(&who::holder(&run_id, &format!("run {}", prepared.runbook.name())))?;
         let history = current_history(&journal, history)?;
-        let prior =
-            history.prior(&journal, prepared.runbook.name(), Some(&run_id), fresh)?.acting_on(ws.azure.target());
+        // Found once: it may read and decode a CA bundle.
+        let target = ws.azure.target();
+        let prior = history.prior(&journal, prepared.runbook.name(), Some(&run_id), fresh)?.acting_on(target.clone());
         check_interrupted(&prepared, &prior, &rerun)?;
         let required_secrets = history.required_secrets(&journal, &prepared.runbook)?;
         let writer = journal.writer()?;
-        let setup = run_setup(&ws.azure, &prepared, &journal, &inputs, &work_dir, fresh);
+        let setup = run_setup(&target, &prepared, &journal, &inputs, &work_dir, fresh);
         writer
             .create_run(NewRun {
                 id: run_id.clone(),
