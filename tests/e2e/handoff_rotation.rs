@@ -128,3 +128,52 @@ fn kube_secret(rehearsed: &Rehearsed, namespace: &str, name: &str) -> Vec<u8> {
     let encoded = data.values().next().unwrap().as_str().unwrap();
     base64::Engine::decode(&base64::engine::general_purpose::STANDARD, encoded).unwrap()
 }
+
+/// The same rotation by one administrator in one journal: Phase 2 names azure_mgmt.json by the
+/// same path before and after, so its inputs are unchanged; the content Phase 1's checkpoint
+/// vouched for is what changed, and the steps that read the file run again.
+#[test]
+fn in_one_journal_a_rotated_secret_reruns_the_phase_2_steps_that_read_its_file() {
+    let env = TestEnv::new();
+    let rehearsed = Rehearsed::start(&env, 2, "0");
+    let journal = env.journal();
+    let dir = rehearsed.sandbox.dir.clone();
+    let path = format!("{}:{}", dir.join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let admin = |args: &[&str]| -> Run {
+        let out = env
+            .command_on(&journal, args)
+            .current_dir(&dir)
+            .envs(&rehearsed.sandbox.settings)
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        Run::from(out)
+    };
+    let pull_secret = format!("pull_secret={}", rehearsed.dir.join("pull-secret.json").display());
+    let phase2 = || {
+        let args = ["--no-progress", "run", "phase2-management-cluster", "--var", "external_dns=true", "--var"];
+        let out = admin(&[&args[..], &[pull_secret.as_str()]].concat());
+        assert_eq!(out.code, 0, "{}", out.all());
+        (started(&journal, &latest_run(&journal, "phase2-management-cluster")), out)
+    };
+    phase2();
+    assert_eq!(phase2().0, Vec::<String>::new(), "a second pass with nothing changed runs nothing");
+
+    let phase1 = latest_run(&journal, "phase1-workload-identity");
+    let rerun = admin(&["--no-progress", "resume", &phase1, "--rerun", "external_dns_password"]);
+    assert_eq!(rerun.code, 0, "{}", rerun.all());
+
+    let (steps, out) = phase2();
+    assert_eq!(steps, ["external_dns_handoff", "external_dns_secret", "install_with_external_dns"], "{}", out.all());
+    assert!(
+        out.all().contains("the file `phase1_dns.azure_mgmt_file` names holds other content since run"),
+        "{}",
+        out.all()
+    );
+    let mgmt = std::fs::read(dir.join("azure_mgmt.json")).unwrap();
+    assert_eq!(kube_secret(&rehearsed, "default", "azure-config-file"), mgmt);
+    let rotated: serde_json::Value = serde_json::from_slice(&mgmt).unwrap();
+    let credentials = kube_secret(&rehearsed, "hypershift", "external-dns-credentials");
+    assert!(String::from_utf8_lossy(&credentials).contains(rotated["aadClientSecret"].as_str().unwrap()));
+    assert_eq!(phase2().0, Vec::<String>::new(), "once the new content is in, nothing runs again");
+}

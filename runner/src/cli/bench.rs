@@ -88,6 +88,7 @@ async fn run_once(
         plan: Arc::new(plan),
         vars: Arc::new(values),
         required: Arc::new(required),
+        required_files: Arc::default(),
         required_secrets: Vec::new(),
         prior,
         run_id: run_id.clone(),

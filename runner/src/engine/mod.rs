@@ -34,7 +34,7 @@ use sink::EventSink;
 
 use crate::model::Runbook;
 use crate::model::vars::VarValues;
-use crate::plan::{Plan, Prior, RequiredValues};
+use crate::plan::{Plan, Prior, RequiredFiles, RequiredValues};
 
 pub struct RunContext {
     pub journal: Arc<Journal>,
@@ -43,6 +43,8 @@ pub struct RunContext {
     pub plan: Arc<Plan>,
     pub vars: Arc<VarValues>,
     pub required: Arc<RequiredValues>,
+    /// What the required files held when their checkpoints vouched for them.
+    pub required_files: Arc<RequiredFiles>,
     /// Values required from earlier runbooks that were secret there: redacted here too.
     pub required_secrets: Vec<Value>,
     pub prior: Prior,
@@ -130,6 +132,7 @@ async fn run(ctx: RunContext) -> anyhow::Result<RunSummary> {
         plan: &plan,
         vars: &ctx.vars,
         required: &ctx.required,
+        required_files: &ctx.required_files,
         prior: &ctx.prior,
         rerun: &ctx.rerun,
         approvals: &ctx.approvals,

@@ -19,7 +19,7 @@ use super::redact::Redactor;
 use super::{critical_path, digests, render_key};
 use crate::model::Runbook;
 use crate::model::vars::VarValues;
-use crate::plan::{self, Decision, NOT_RUN_BEFORE, Plan, Prior, RequiredValues, Scope};
+use crate::plan::{self, Decision, NOT_RUN_BEFORE, Plan, Prior, RequiredFiles, RequiredValues, Scope};
 
 /// What every decision reads; none of it changes during a run.
 #[derive(Clone, Copy)]
@@ -28,6 +28,7 @@ pub struct Facts<'a> {
     pub plan: &'a Plan,
     pub vars: &'a VarValues,
     pub required: &'a RequiredValues,
+    pub required_files: &'a RequiredFiles,
     pub prior: &'a Prior,
     /// Instances (or whole steps) the operator asked to run again even if done.
     pub rerun: &'a HashSet<String>,
@@ -203,8 +204,9 @@ impl<'a> Scheduler<'a> {
         };
         let outputs_spec = self.outputs_specs[instance.step]
             .get_or_insert_with(|| serde_json::to_value(&def.spec.outputs).expect("serializes"));
-        let (digest, input_digests) =
+        let (digest, mut input_digests) =
             digests(journal, &def.spec.kind, &resolved.value, instance.item.as_ref().map(|(_, v)| v), outputs_spec);
+        plan::file_contents::add_file_contents(journal, &def.spec.inputs, facts.required_files, &mut input_digests);
         let reason = match plan::decide(facts.prior, facts.rerun, &instance.id, def.id(), &digest, &input_digests) {
             Decision::Run(reason) => reason,
             Decision::Reuse(done) => {
@@ -493,6 +495,7 @@ inputs.ticket = "CHG-1"
             plan: &plan,
             vars: &values,
             required: &required,
+            required_files: &RequiredFiles::new(),
             prior: &prior,
             rerun: &rerun,
             approvals: &approvals,

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use crate::plan::file_contents::changed_file_contents;
 use crate::plan::prior::{Done, Prior};
 
 /// Why a step runs when nothing of it is in the journal: the reason most steps of a first run
@@ -55,7 +56,13 @@ pub fn decide<'a>(
         Some(done) if done.digest == digest => {
             let changed =
                 || done.changed_file().map(|path| format!("`{path}` changed since run {} vouched for it", done.run_id));
-            match prior.made_elsewhere(done).or_else(changed) {
+            let read_changed = || match changed_file_contents(&done.input_digests, input_digests) {
+                files if files.is_empty() => None,
+                files => {
+                    Some(format!("the file {} names holds other content since run {}", files.join(", "), done.run_id))
+                }
+            };
+            match prior.made_elsewhere(done).or_else(changed).or_else(read_changed) {
                 Some(why) => Decision::Run(why),
                 None => Decision::Reuse(done),
             }

@@ -12,7 +12,7 @@ use runbook_steps::{Approval, AzureTarget, KindRole};
 use serde_json::{Map, Value};
 
 use crate::model::Runbook;
-use crate::plan::prior::{Attempt, Done, Prior, RequiredValues, unseal_outputs};
+use crate::plan::prior::{Attempt, Done, Prior, RequiredFiles, RequiredValues, unseal_outputs};
 
 /// The kinds of event a decision reads; the others (run started/finished, queueing, drift…)
 /// are verified in the same pass but not kept.
@@ -264,8 +264,9 @@ impl History {
         journal: &Journal,
         runbook: &Runbook,
         target: &AzureTarget,
-    ) -> anyhow::Result<Result<RequiredValues, Vec<String>>> {
+    ) -> anyhow::Result<Result<(RequiredValues, RequiredFiles), Vec<String>>> {
         let mut values = RequiredValues::new();
+        let mut files = RequiredFiles::new();
         let mut missing = Vec::new();
         for (alias, requirement) in &runbook.file.requires {
             let prior = self.prior(journal, &requirement.runbook, None, false)?.acting_on(target.clone());
@@ -274,8 +275,11 @@ impl History {
             let (here, elsewhere): (Vec<&Done>, Vec<&Done>) =
                 checkpoints.into_iter().partition(|d| prior.made_elsewhere(d).is_none());
             for output in &requirement.outputs {
-                match here.iter().rev().find_map(|d| d.outputs.get(output)) {
-                    Some(value) => {
+                match here.iter().rev().find_map(|d| Some((d, d.outputs.get(output)?))) {
+                    Some((done, value)) => {
+                        if let Some(sha) = done.file_sha256.get(output).and_then(Value::as_str) {
+                            files.insert((alias.clone(), output.clone()), sha.to_string());
+                        }
                         values.insert((alias.clone(), output.clone()), value.clone());
                     }
                     None => match elsewhere.iter().rev().find(|d| d.outputs.contains_key(output)) {
@@ -294,11 +298,14 @@ impl History {
             }
             for output in &requirement.optional {
                 // Optional values too come only from work done against this run's Azure.
-                let value = here.iter().rev().find_map(|d| d.outputs.get(output)).cloned().unwrap_or(Value::Null);
-                values.insert((alias.clone(), output.clone()), value);
+                let found = here.iter().rev().find_map(|d| Some((d, d.outputs.get(output)?)));
+                if let Some(sha) = found.and_then(|(done, _)| done.file_sha256.get(output)).and_then(Value::as_str) {
+                    files.insert((alias.clone(), output.clone()), sha.to_string());
+                }
+                values.insert((alias.clone(), output.clone()), found.map_or(Value::Null, |(_, v)| v.clone()));
             }
         }
-        Ok(if missing.is_empty() { Ok(values) } else { Err(missing) })
+        Ok(if missing.is_empty() { Ok((values, files)) } else { Err(missing) })
     }
 
     /// The values required from earlier runbooks that were sealed where they were journaled: a

@@ -3,6 +3,7 @@
 
 mod decide;
 mod expand;
+pub mod file_contents;
 mod history;
 mod prior;
 mod scope;
@@ -10,5 +11,5 @@ mod scope;
 pub use decide::{Decision, NOT_RUN_BEFORE, decide};
 pub use expand::{Instance, Plan, expand, instance_keys, item_key};
 pub use history::History;
-pub use prior::{Done, Prior, RequiredValues, load_prior, load_required, required_secrets};
+pub use prior::{Done, Prior, RequiredFiles, RequiredValues, load_prior, load_required, required_secrets};
 pub use scope::{Resolved, Scope};

@@ -123,11 +123,17 @@ pub fn required_secrets(journal: &Journal, runbook: &Runbook) -> anyhow::Result<
 
 pub type RequiredValues = BTreeMap<(String, String), Value>;
 
+/// For the required values that name a file the publishing checkpoint vouched for, the
+/// SHA-256 of the content it vouched for. A step reading the file names it by path, so its
+/// inputs stay the same when the file is rewritten (a rotated secret); this is what tells the
+/// reuse decision that the content changed.
+pub type RequiredFiles = BTreeMap<(String, String), String>;
+
 /// Values `runbook` requires from earlier runbooks (see [`History::required`]).
 pub fn load_required(
     journal: &Journal,
     runbook: &Runbook,
     target: &AzureTarget,
 ) -> anyhow::Result<Result<RequiredValues, Vec<String>>> {
-    History::read(journal)?.required(journal, runbook, target)
+    Ok(History::read(journal)?.required(journal, runbook, target)?.map(|(values, _)| values))
 }

@@ -75,6 +75,7 @@ fn admit_dry(
         plan,
         vars: &prepared.vars,
         required: &prepared.required,
+        required_files: &prepared.required_files,
         prior,
         rerun,
         approvals: &approvals,

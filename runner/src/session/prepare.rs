@@ -11,13 +11,15 @@ use crate::exit::CliError;
 use crate::exit::CliResult;
 use crate::model::Runbook;
 use crate::model::vars::{self, VarInputs, VarValues};
-use crate::plan::{self, History, Plan, Prior, RequiredValues, Scope};
+use crate::plan::{self, History, Plan, Prior, RequiredFiles, RequiredValues, Scope};
 
 /// Everything decided before a run starts.
 pub struct Prepared {
     pub runbook: Arc<Runbook>,
     pub vars: Arc<VarValues>,
     pub required: Arc<RequiredValues>,
+    /// What the required files held when their checkpoints vouched for them.
+    pub required_files: Arc<RequiredFiles>,
     pub plan: Arc<Plan>,
 }
 
@@ -68,8 +70,8 @@ pub(crate) fn prepare(
     target: &AzureTarget,
 ) -> CliResult<Prepared> {
     let values = vars::resolve(&runbook, inputs).map_err(CliError::Problems)?;
-    let required = if runbook.file.requires.is_empty() {
-        RequiredValues::new()
+    let (required, required_files) = if runbook.file.requires.is_empty() {
+        (RequiredValues::new(), RequiredFiles::new())
     } else {
         let (journal, history) = history.ok_or_else(|| {
             let alias = runbook.file.requires.keys().next().cloned().unwrap_or_default();
@@ -88,7 +90,7 @@ pub(crate) fn prepare(
             ])
         })?;
         match history.required(journal, &runbook, target)? {
-            Ok(values) => values,
+            Ok(found) => found,
             Err(missing) => {
                 return Err(CliError::user_hint(
                     format!("missing required values:\n  {}", missing.join("\n  ")),
@@ -103,6 +105,7 @@ pub(crate) fn prepare(
         runbook: Arc::new(runbook),
         vars: Arc::new(values),
         required: Arc::new(required),
+        required_files: Arc::new(required_files),
         plan: Arc::new(plan),
     })
 }

@@ -200,6 +200,7 @@ impl StartedRun<'_> {
             plan: prepared.plan.clone(),
             vars: prepared.vars.clone(),
             required: prepared.required.clone(),
+            required_files: prepared.required_files.clone(),
             required_secrets: decided.required_secrets,
             prior: decided.prior,
             run_id: run_id.clone(),
