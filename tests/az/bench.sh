@@ -17,6 +17,11 @@ if [ -z "${RUNBOOK:-}" ]; then
     cargo build --release -q -p runbook --manifest-path "$repo/Cargo.toml"
     RUNBOOK="$repo/target/release/runbook"
 fi
+# Absolute: the stand-in ccoctl below is a symlink to it, read from another directory. A relative
+# RUNBOOK (as in `RUNBOOK=target/release/runbook`) made a dangling link, and the bash then ran
+# whatever other ccoctl was on PATH, a real one included, which would call Azure's public hosts.
+RUNBOOK="$(realpath "$RUNBOOK")"
+[ -x "$RUNBOOK" ] || { echo "RUNBOOK=$RUNBOOK is not an executable" >&2; exit 1; }
 work="$(mktemp -d)"
 sandbox_pid=""
 stop_sandbox() {
