@@ -293,6 +293,14 @@ fn a_journal_on_a_server_is_refused_clearly_and_creates_nothing() {
         assert_eq!(out.code, 2, "{}", out.all());
         assert!(out.stderr.contains("PostgreSQL server"), "{}", out.all());
     }
+    // A password given in the URL is not shown.
+    let out = env.run_bare(&["--journal", "postgres://ops:hunter2@db.example/runbook", "status"]);
+    assert_eq!(out.code, 2, "{}", out.all());
+    assert!(
+        !out.all().contains("hunter2") && out.stderr.contains("postgres://ops:***@db.example/runbook"),
+        "{}",
+        out.all()
+    );
     let made: Vec<_> = std::fs::read_dir(env.path()).unwrap().flatten().map(|e| e.file_name()).collect();
     assert!(!made.iter().any(|name| name.to_string_lossy().starts_with("postgres")), "{made:?}");
 }
