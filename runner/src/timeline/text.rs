@@ -40,11 +40,16 @@ pub fn gantt(timeline: &Timeline) -> String {
     };
     for (lane, label) in timeline.lanes.iter().zip(&labels) {
         let mut bar = vec![' '; WIDTH + 1];
+        // Every span keeps at least its first cell: a failed attempt of a few milliseconds
+        // followed by its retry wait must still show as `x` then `r`, not as the wait alone.
+        let mut previous_from: Option<usize> = None;
         for span in &lane.spans {
-            let (from, to) = (column(span.start_us), column(span.end_us).max(column(span.start_us) + 1));
+            let from = column(span.start_us).max(previous_from.map_or(0, |p| p + 1));
+            let to = column(span.end_us).max(from + 1);
             for cell in bar.iter_mut().take(to.min(WIDTH + 1)).skip(from) {
                 *cell = glyph(&span.kind);
             }
+            previous_from = Some(from);
         }
         let busy_ms: i64 = lane
             .spans
@@ -57,4 +62,43 @@ pub fn gantt(timeline: &Timeline) -> String {
         writeln!(out, "{mark} {label:<name_width$} |{bar}| {busy_ms} ms").ok();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::model::{Lane, Span};
+
+    fn span(start_us: i64, end_us: i64, kind: SpanKind) -> Span {
+        Span { start_us, end_us, kind, attempt: None, detail: String::new() }
+    }
+
+    fn bar_of(spans: Vec<Span>, length_us: i64) -> Vec<char> {
+        let timeline = Timeline {
+            start: jiff::Timestamp::UNIX_EPOCH,
+            length_us,
+            runs: vec![],
+            lanes: vec![Lane { run: "r".into(), step: "step".into(), kind: "http".into(), critical: false, spans }],
+        };
+        let text = gantt(&timeline);
+        let line = text.lines().find(|l| l.contains("step |")).unwrap();
+        let mut drawn: Vec<char> = line.split('|').nth(1).unwrap().trim().chars().collect();
+        drawn.dedup();
+        drawn
+    }
+
+    #[test]
+    fn spans_shorter_than_a_cell_each_keep_a_cell_in_order() {
+        let failed = || SpanKind::Attempt { status: "failed".into() };
+        // On a 600 ms timeline a cell is 10 ms: a 1 ms attempt, a 50 ms wait, a 1 ms attempt.
+        let spans = vec![
+            span(530_000, 531_000, failed()),
+            span(531_000, 581_000, SpanKind::RetryWait),
+            span(581_000, 582_000, failed()),
+        ];
+        assert_eq!(bar_of(spans, 600_000), ['x', 'r', 'x']);
+        // Even when all three fall inside one cell.
+        let spans = vec![span(0, 100, failed()), span(100, 200, SpanKind::RetryWait), span(200, 300, failed())];
+        assert_eq!(bar_of(spans, 600_000), ['x', 'r', 'x']);
+    }
 }
