@@ -64,10 +64,10 @@ fn label(head_kept: bool) -> &'static [u8] {
 
 /// The anchor row as stored.
 pub(crate) struct Anchor {
-    key_check: String,
-    tail: Tail,
-    mac: String,
-    head_kept: bool,
+    pub(crate) key_check: String,
+    pub(crate) tail: Tail,
+    pub(crate) mac: String,
+    pub(crate) head_kept: bool,
 }
 
 /// Migration 3: whether the journal keeps a head record beside it. 0 until the head is first
@@ -169,18 +169,23 @@ pub(crate) fn check_key(conn: &Connection, keys: &Keys, path: &Path) -> Result<(
 
 /// Compares the chain's actual tail with its anchor; `Err` says what does not match.
 pub(crate) fn check_tail(conn: &Connection, keys: &Keys, tail: &Tail) -> rusqlite::Result<Result<(), String>> {
-    let Some(anchor) = read(conn)? else {
-        return Ok(Err("the chain's anchor record is missing (deleted?)".to_string()));
+    Ok(check_tail_against(read(conn)?.as_ref(), keys, tail))
+}
+
+/// [`check_tail`] given the anchor as read, by whichever store holds it.
+pub(crate) fn check_tail_against(anchor: Option<&Anchor>, keys: &Keys, tail: &Tail) -> Result<(), String> {
+    let Some(anchor) = anchor else {
+        return Err("the chain's anchor record is missing (deleted?)".to_string());
     };
     if anchor.key_check != keys.key_check() {
-        return Ok(Err("the anchor was made with a different key".to_string()));
+        return Err("the anchor was made with a different key".to_string());
     }
     if anchor.mac != anchor.tail.mac(keys, label(anchor.head_kept)) {
-        return Ok(Err("the anchor record does not match its MAC (altered?)".to_string()));
+        return Err("the anchor record does not match its MAC (altered?)".to_string());
     }
 
     let named = &anchor.tail;
-    Ok(if named.last_seq > tail.last_seq {
+    if named.last_seq > tail.last_seq {
         Err(if tail.last_seq == 0 {
             format!("every event is missing: the anchor names event {} as the last (deleted?)", named.last_seq)
         } else if named.last_seq == tail.last_seq + 1 {
@@ -199,5 +204,17 @@ pub(crate) fn check_tail(conn: &Connection, keys: &Keys, tail: &Tail) -> rusqlit
         Err("the anchor does not say that the journal keeps a head record (reset?)".to_string())
     } else {
         Ok(())
-    })
+    }
+}
+
+/// The anchor a new journal on a server starts with: no events, and a head (the client's
+/// witness) kept from the start.
+pub(crate) fn first(keys: &Keys) -> Anchor {
+    let tail = Tail { last_seq: 0, last_hash: String::new() };
+    Anchor { key_check: keys.key_check(), mac: tail.mac(keys, HEAD_KEPT_LABEL), tail, head_kept: true }
+}
+
+/// The anchor that names `tail` as the chain's end.
+pub(crate) fn naming(keys: &Keys, tail: &Tail) -> Anchor {
+    Anchor { key_check: keys.key_check(), mac: tail.mac(keys, HEAD_KEPT_LABEL), tail: tail.clone(), head_kept: true }
 }

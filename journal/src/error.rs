@@ -37,6 +37,11 @@ pub enum Error {
         source: rusqlite::Error,
     },
 
+    /// A journal on a PostgreSQL server could not be reached or used; `message` has the
+    /// server's own words and SQLSTATE code.
+    #[error("journal `{url}` on its server: {message}")]
+    Server { url: String, message: String },
+
     #[error("failed to access `{}`", path.display())]
     Io {
         path: PathBuf,
@@ -128,6 +133,7 @@ impl Error {
                 Error::Unreadable { path: path.clone(), seq: *seq, kind: kind.clone(), message: message.clone() }
             }
             Error::Writer { path, message } => Error::Writer { path: path.clone(), message: message.clone() },
+            Error::Server { url, message } => Error::Server { url: url.clone(), message: message.clone() },
         }
     }
 }

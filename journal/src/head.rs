@@ -154,6 +154,18 @@ pub(crate) fn publish(journal: &Path, keys: &Keys, tail: &Tail) -> Result<(), Er
 /// Whether the head fits the chain ending at `tail`; `Some` says what does not. `conn` must read
 /// a snapshot taken after the head was read.
 pub(crate) fn check(conn: &Connection, journal: &Path, found: &Found, tail: &Tail) -> rusqlite::Result<Option<String>> {
+    check_with(journal, found, tail, |seq| {
+        conn.prepare_cached("SELECT hash FROM events WHERE seq = ?1")?.query_row([seq], |row| row.get(0)).optional()
+    })
+}
+
+/// [`check`] for any store: `hash_at` gives the stored hash of an event by seq.
+pub(crate) fn check_with<E>(
+    journal: &Path,
+    found: &Found,
+    tail: &Tail,
+    hash_at: impl FnOnce(i64) -> Result<Option<String>, E>,
+) -> Result<Option<String>, E> {
     let named = match found {
         Found::Missing => {
             return Ok(Some(format!(
@@ -174,13 +186,7 @@ pub(crate) fn check(conn: &Connection, journal: &Path, found: &Found, tail: &Tai
     if named.last_seq == 0 {
         return Ok(None);
     }
-    let hash = if named.last_seq == tail.last_seq {
-        Some(tail.last_hash.clone())
-    } else {
-        conn.prepare_cached("SELECT hash FROM events WHERE seq = ?1")?
-            .query_row([named.last_seq], |row| row.get::<_, String>(0))
-            .optional()?
-    };
+    let hash = if named.last_seq == tail.last_seq { Some(tail.last_hash.clone()) } else { hash_at(named.last_seq)? };
     Ok(match hash {
         Some(hash) if hash == named.last_hash => None,
         Some(_) => Some(format!(

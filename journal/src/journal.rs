@@ -11,9 +11,10 @@ use crate::anchor::{self, Tail};
 use crate::connection::{self, Create};
 use crate::creation;
 use crate::error::Error;
+use crate::guard::RunLock;
 use crate::head;
 use crate::keys::{self, Keys};
-use crate::lock::RunLock;
+use crate::lock::RunLock as FileLock;
 use crate::records::{Holder, NewEvent, NewRun, VerifyProblem};
 use crate::schema;
 use crate::writer::JournalWriter;
@@ -21,10 +22,20 @@ use crate::writer::JournalWriter;
 /// An open journal. `Send + Sync`: reads share one connection behind a mutex (WAL lets them
 /// proceed while the writer commits), and all writes go through the single writer thread.
 pub struct Journal {
+    /// The file's path, or the server's URL (never with a password).
     path: PathBuf,
+    /// What `.key` and `.head` are put after: the file's path, or this client's files for a
+    /// server journal.
+    files: PathBuf,
     keys: Arc<Keys>,
-    reader: Mutex<Connection>,
+    store: Store,
     writer: JournalWriter,
+}
+
+/// Where the events are read from; writes go through the writer thread whichever it is.
+enum Store {
+    File(Mutex<Connection>),
+    Server { reader: crate::server::Reader, target: Box<crate::server::ServerTarget> },
 }
 
 impl std::fmt::Debug for Journal {
@@ -50,6 +61,9 @@ impl Journal {
     /// Fails with [`Error::NotFound`] if the journal is missing, or its creation never finished
     /// (the leftovers are removed), and [`Error::Key`] if the key of a journal with events is.
     pub fn open_existing(path: &Path) -> Result<Journal, Error> {
+        if crate::server::is_server_url(path) {
+            return Journal::open_with(path, Create::Never, Clock::process());
+        }
         match path.try_exists() {
             Ok(true) => Journal::open_with(path, Create::Never, Clock::process()),
             Ok(false) => Err(Error::NotFound(path.to_path_buf())),
@@ -58,6 +72,16 @@ impl Journal {
     }
 
     fn open_with(path: &Path, create: Create, clock: Clock) -> Result<Journal, Error> {
+        if crate::server::is_server_url(path) {
+            let opened = crate::server::open(path, create == Create::IfMissing, clock)?;
+            return Ok(Journal {
+                path: PathBuf::from(&opened.target.shown),
+                files: opened.target.files.clone(),
+                keys: opened.keys,
+                store: Store::Server { reader: opened.reader, target: Box::new(opened.target) },
+                writer: opened.writer,
+            });
+        }
         // One database, one key and one lock, whatever path (symlink) it was reached through.
         let real = std::fs::canonicalize(path).ok();
         let path = real.as_deref().unwrap_or(path);
@@ -116,7 +140,13 @@ impl Journal {
         reader.pragma_update(None, "query_only", "ON").map_err(|e| Error::sqlite(path, e))?;
 
         let writer = JournalWriter::spawn(write_conn, Arc::clone(&keys), path, clock)?;
-        Ok(Journal { path: path.to_path_buf(), keys, reader: Mutex::new(reader), writer })
+        Ok(Journal {
+            path: path.to_path_buf(),
+            files: path.to_path_buf(),
+            keys,
+            store: Store::File(Mutex::new(reader)),
+            writer,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -125,7 +155,17 @@ impl Journal {
 
     /// `<journal>.key`: the 32-byte key behind digests, sealing and the hash chain.
     pub fn key_path(&self) -> PathBuf {
-        keys::key_path(&self.path)
+        keys::key_path(&self.files)
+    }
+
+    /// What `.key` and `.head` are put after (the file itself, for a file journal).
+    pub(crate) fn files(&self) -> &Path {
+        &self.files
+    }
+
+    /// Whether the journal is on a server rather than in a file.
+    pub fn is_on_server(&self) -> bool {
+        matches!(self.store, Store::Server { .. })
     }
 
     /// `<journal>.lock` next to the database's real path (symlinks resolved): the run lock
@@ -138,7 +178,10 @@ impl Journal {
     /// itself is locked, so a hard link to it is the same journal too. Released on drop, and by
     /// the OS if this process dies.
     pub fn lock(&self, holder: &Holder) -> Result<RunLock, Error> {
-        RunLock::acquire(&self.path, &self.lock_path(), holder)
+        match &self.store {
+            Store::File(_) => FileLock::acquire(&self.path, &self.lock_path(), holder).map(RunLock::File),
+            Store::Server { target, .. } => crate::server::lock(target, "*", holder).map(RunLock::Server),
+        }
     }
 
     /// `hmac-sha256:<hex>`, keyed by this journal's key: lets a secret (or any input) be
@@ -179,8 +222,21 @@ impl Journal {
 
     /// The read connection. A panic while it was held cannot leave it inconsistent (SQLite
     /// rolls back the open read), so a poisoned mutex is simply taken over.
+    ///
+    /// Only for a file journal: each read asks [`Journal::server`] first.
     pub(crate) fn reader(&self) -> MutexGuard<'_, Connection> {
-        self.reader.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        match &self.store {
+            Store::File(reader) => reader.lock().unwrap_or_else(|poisoned| poisoned.into_inner()),
+            Store::Server { .. } => unreachable!("a server journal's reads go through its reader thread"),
+        }
+    }
+
+    /// The server journal's reader, `None` for a file journal.
+    pub(crate) fn server(&self) -> Option<&crate::server::Reader> {
+        match &self.store {
+            Store::Server { reader, .. } => Some(reader),
+            Store::File(_) => None,
+        }
     }
 }
 

@@ -133,6 +133,9 @@ impl Journal {
     }
 
     fn scan(&self, mut visit: impl FnMut(&StoredRow<'_>) -> Result<(), Error>) -> Result<VerifyReport, Error> {
+        if let Some(server) = self.server() {
+            return crate::server::verify::scan(server, self.path(), self.files(), self.keys(), &mut visit);
+        }
         let mut conn = self.reader();
         // Read before the snapshot: the head names only events committed before it was written.
         let head = head::read(self.path(), self.keys())?;
@@ -230,105 +233,175 @@ fn check_rows(
     problems: &mut Vec<VerifyProblem>,
     visit: &mut dyn FnMut(&StoredRow<'_>) -> Result<(), Error>,
 ) -> Result<(i64, i64), RowsError> {
-    let mut problem = |seq: Option<i64>, run_id: Option<&str>, message: String| {
-        problems.push(VerifyProblem { seq, run_id: run_id.map(str::to_string), message })
-    };
-    // run id -> (seq of its run_created event, the record in its data)
-    let mut created: HashMap<String, (i64, Option<RunRecord>)> = HashMap::new();
-    let mut events_checked = 0;
-    let mut expected_seq = 1;
-    let mut previous_hash = String::new();
-
+    let mut chain = ChainCheck::new(keys, path, Vec::new());
     let mut stmt =
         conn.prepare_cached("SELECT seq, ts, run_id, kind, step, attempt, data, prev, hash FROM events ORDER BY seq")?;
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
-        // The text columns are read in place (no copy per column); only the hash is kept.
-        let seq: i64 = row.get(0)?;
-        let ts = text(row, 1)?;
-        let run_id = text(row, 2)?;
-        let kind = text(row, 3)?;
-        let step = optional_text(row, 4)?;
-        let attempt: Option<i64> = row.get(5)?;
-        let data = text(row, 6)?;
-        let prev = text(row, 7)?;
-        let hash = text(row, 8)?;
-        events_checked += 1;
+        // The text columns are read in place (no copy per column).
+        let event = RawEvent {
+            seq: row.get(0)?,
+            ts: text(row, 1)?,
+            run_id: text(row, 2)?,
+            kind: text(row, 3)?,
+            step: optional_text(row, 4)?,
+            attempt: row.get(5)?,
+            data: text(row, 6)?,
+            prev: text(row, 7)?,
+            hash: text(row, 8)?,
+        };
+        chain.event(&event, visit).map_err(RowsError::Visit)?;
+    }
+    drop(rows);
+    drop(stmt);
 
+    let tail = chain.tail();
+    chain.end_problems(head::check_end(conn, keys, path, head, &tail)?);
+
+    let mut stmt =
+        conn.prepare("SELECT id, runbook, runbook_digest, created_at, vars, who FROM runs ORDER BY rowid")?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        chain.run(&id, run_from_row(row).map_err(|e| e.to_string()));
+    }
+    let (counts, found) = chain.finish();
+    problems.extend(found);
+    Ok(counts)
+}
+
+/// One stored event's columns, as either store reads them.
+pub(crate) struct RawEvent<'a> {
+    pub seq: i64,
+    pub ts: &'a str,
+    pub run_id: &'a str,
+    pub kind: &'a str,
+    pub step: Option<&'a str>,
+    pub attempt: Option<i64>,
+    pub data: &'a str,
+    pub prev: &'a str,
+    pub hash: &'a str,
+}
+
+/// The checks of a verified pass, fed the events in seq order, then the chain's end, then the
+/// runs rows: the same checks whichever store the rows come from.
+pub(crate) struct ChainCheck<'k> {
+    keys: &'k Keys,
+    path: &'k Path,
+    problems: Vec<VerifyProblem>,
+    /// run id -> (seq of its run_created event, the record in its data)
+    created: HashMap<String, (i64, Option<RunRecord>)>,
+    events_checked: i64,
+    runs_checked: i64,
+    expected_seq: i64,
+    previous_hash: String,
+}
+
+impl<'k> ChainCheck<'k> {
+    pub(crate) fn new(keys: &'k Keys, path: &'k Path, problems: Vec<VerifyProblem>) -> Self {
+        ChainCheck {
+            keys,
+            path,
+            problems,
+            created: HashMap::new(),
+            events_checked: 0,
+            runs_checked: 0,
+            expected_seq: 1,
+            previous_hash: String::new(),
+        }
+    }
+
+    fn problem(&mut self, seq: Option<i64>, run_id: Option<&str>, message: String) {
+        self.problems.push(VerifyProblem { seq, run_id: run_id.map(str::to_string), message });
+    }
+
+    /// The next event by seq; `visit` sees it if its hash holds.
+    pub(crate) fn event(
+        &mut self,
+        event: &RawEvent<'_>,
+        visit: &mut dyn FnMut(&StoredRow<'_>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let RawEvent { seq, ts, run_id, kind, step, attempt, data, prev, hash } = *event;
+        self.events_checked += 1;
+        let expected_seq = self.expected_seq;
         if seq != expected_seq {
             let missing = if seq == expected_seq + 1 {
                 format!("event {expected_seq} is missing (deleted?)")
             } else {
                 format!("events {expected_seq} to {} are missing (deleted?)", seq - 1)
             };
-            problem(Some(seq), Some(run_id), missing);
+            self.problem(Some(seq), Some(run_id), missing);
         }
-        if prev != previous_hash {
-            problem(Some(seq), Some(run_id), "prev does not match the hash of the preceding event".to_string());
+        if prev != self.previous_hash {
+            self.problem(Some(seq), Some(run_id), "prev does not match the hash of the preceding event".to_string());
         }
-        let recomputed = ChainFields { prev, seq, ts, run_id, kind, step, attempt, data }.hash(keys);
+        let recomputed = ChainFields { prev, seq, ts, run_id, kind, step, attempt, data }.hash(self.keys);
         if recomputed != hash {
-            problem(Some(seq), Some(run_id), "hash does not match the event's content (altered?)".to_string());
+            self.problem(Some(seq), Some(run_id), "hash does not match the event's content (altered?)".to_string());
         } else {
-            let row = StoredRow { journal: path, seq, ts, run_id, kind, step, attempt, data, hash };
-            visit(&row).map_err(RowsError::Visit)?;
+            let row = StoredRow { journal: self.path, seq, ts, run_id, kind, step, attempt, data, hash };
+            visit(&row)?;
         }
 
         if kind == RUN_CREATED {
             let record = match serde_json::from_str::<RunRecord>(data) {
                 Ok(record) if record.id == run_id => Some(record),
                 Ok(record) => {
-                    problem(Some(seq), Some(run_id), format!("run_created event describes run `{}`", record.id));
+                    self.problem(Some(seq), Some(run_id), format!("run_created event describes run `{}`", record.id));
                     None
                 }
                 Err(e) => {
-                    problem(Some(seq), Some(run_id), format!("run_created event data is not a run record: {e}"));
+                    self.problem(Some(seq), Some(run_id), format!("run_created event data is not a run record: {e}"));
                     None
                 }
             };
-            if let Some((first, _)) = created.get(run_id) {
-                problem(Some(seq), Some(run_id), format!("run was already created by event {first}"));
+            if let Some((first, _)) = self.created.get(run_id) {
+                let first = *first;
+                self.problem(Some(seq), Some(run_id), format!("run was already created by event {first}"));
             } else {
-                created.insert(run_id.to_string(), (seq, record));
+                self.created.insert(run_id.to_string(), (seq, record));
             }
         }
 
-        expected_seq = seq + 1;
-        previous_hash.clear();
-        previous_hash.push_str(hash);
-    }
-    drop(rows);
-    drop(stmt);
-
-    let tail = Tail { last_seq: expected_seq - 1, last_hash: previous_hash };
-    for message in head::check_end(conn, keys, path, head, &tail)? {
-        problem(None, None, message);
+        self.expected_seq = seq + 1;
+        self.previous_hash.clear();
+        self.previous_hash.push_str(hash);
+        Ok(())
     }
 
-    let mut runs_checked = 0;
-    let mut stmt =
-        conn.prepare("SELECT id, runbook, runbook_digest, created_at, vars, who FROM runs ORDER BY rowid")?;
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
-        runs_checked += 1;
-        let id: String = row.get(0)?;
-        let stored = run_from_row(row);
-        match (created.remove(&id), stored) {
-            (None, _) => problem(None, Some(&id), "run has no run_created event".to_string()),
-            (Some((seq, _)), Err(e)) => problem(Some(seq), Some(&id), format!("runs row cannot be read: {e}")),
+    /// The end of the chain as the events read so far make it.
+    pub(crate) fn tail(&self) -> Tail {
+        Tail { last_seq: self.expected_seq - 1, last_hash: self.previous_hash.clone() }
+    }
+
+    /// What the anchor and the head record say of that end.
+    pub(crate) fn end_problems(&mut self, messages: Vec<String>) {
+        for message in messages {
+            self.problem(None, None, message);
+        }
+    }
+
+    /// The next runs row, in creation order: `stored` is the record, or why it cannot be read.
+    pub(crate) fn run(&mut self, id: &str, stored: Result<RunRecord, String>) {
+        self.runs_checked += 1;
+        match (self.created.remove(id), stored) {
+            (None, _) => self.problem(None, Some(id), "run has no run_created event".to_string()),
+            (Some((seq, _)), Err(e)) => self.problem(Some(seq), Some(id), format!("runs row cannot be read: {e}")),
             (Some((seq, Some(record))), Ok(stored)) if record != stored => {
-                problem(Some(seq), Some(&id), "runs row differs from its run_created event (altered?)".to_string())
+                self.problem(Some(seq), Some(id), "runs row differs from its run_created event (altered?)".to_string())
             }
             // Equal, or the event itself was already reported as unreadable.
             (Some(_), Ok(_)) => {}
         }
     }
 
-    let mut orphans: Vec<_> = created.into_iter().collect();
-    orphans.sort_by_key(|(_, (seq, _))| *seq);
-    for (id, (seq, _)) in orphans {
-        problem(Some(seq), Some(&id), "run_created event has no runs row (deleted?)".to_string());
+    /// `(events checked, runs checked)` and every problem found.
+    pub(crate) fn finish(mut self) -> ((i64, i64), Vec<VerifyProblem>) {
+        let mut orphans: Vec<_> = std::mem::take(&mut self.created).into_iter().collect();
+        orphans.sort_by_key(|(_, (seq, _))| *seq);
+        for (id, (seq, _)) in orphans {
+            self.problem(Some(seq), Some(&id), "run_created event has no runs row (deleted?)".to_string());
+        }
+        ((self.events_checked, self.runs_checked), self.problems)
     }
-
-    Ok((events_checked, runs_checked))
 }

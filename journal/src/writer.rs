@@ -24,9 +24,9 @@ use crate::records::{NewEvent, NewRun, RunRecord, VerifyProblem};
 /// even under a flood.
 const MAX_BATCH: usize = 1024;
 
-type Outcome = Result<Vec<i64>, Error>;
+pub(crate) type Outcome = Result<Vec<i64>, Error>;
 
-enum Job {
+pub(crate) enum Job {
     Append(Vec<NewEvent>),
     CreateRun(NewRun),
 }
@@ -74,13 +74,22 @@ impl std::fmt::Debug for JournalWriter {
 
 impl JournalWriter {
     /// Starts the writer thread, which takes ownership of `conn` and stamps events with `clock`.
-    pub(crate) fn spawn(conn: Connection, keys: Arc<Keys>, path: &Path, clock: Clock) -> Result<Self, Error> {
+    pub(crate) fn spawn(mut conn: Connection, keys: Arc<Keys>, path: &Path, clock: Clock) -> Result<Self, Error> {
+        let thread_path = path.to_path_buf();
+        JournalWriter::spawn_committer(path, move |jobs| commit_batch(&mut conn, &keys, &thread_path, &clock, jobs))
+    }
+
+    /// Starts the writer thread around `commit`, which writes a batch of jobs in one transaction
+    /// of its store and answers each job.
+    pub(crate) fn spawn_committer(
+        path: &Path,
+        mut commit: impl FnMut(&[Job]) -> Vec<Outcome> + Send + 'static,
+    ) -> Result<Self, Error> {
         let (requests, queue) = mpsc::channel();
         let path = Arc::new(path.to_path_buf());
-        let thread_path = Arc::clone(&path);
         std::thread::Builder::new()
             .name("runbook-journal-writer".to_string())
-            .spawn(move || run(conn, &keys, &thread_path, &clock, &queue))
+            .spawn(move || run(&mut commit, &queue))
             .map_err(|e| Error::io(path.as_path(), e))?;
         Ok(JournalWriter { requests, path })
     }
@@ -136,7 +145,7 @@ impl JournalWriter {
 }
 
 /// The writer thread's loop; ends when every handle has been dropped.
-fn run(mut conn: Connection, keys: &Keys, path: &Path, clock: &Clock, queue: &mpsc::Receiver<Request>) {
+fn run(commit: &mut dyn FnMut(&[Job]) -> Vec<Outcome>, queue: &mpsc::Receiver<Request>) {
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -146,7 +155,7 @@ fn run(mut conn: Connection, keys: &Keys, path: &Path, clock: &Clock, queue: &mp
             }
         }
         let (jobs, replies): (Vec<Job>, Vec<Reply>) = batch.into_iter().map(|r| (r.job, r.reply)).unzip();
-        let outcomes = commit_batch(&mut conn, keys, path, clock, &jobs);
+        let outcomes = commit(&jobs);
         for (reply, outcome) in replies.into_iter().zip(outcomes) {
             reply.send(outcome);
         }
@@ -236,8 +245,70 @@ fn publish_head(path: &Path, keys: &Keys, start: i64, tail: &Tail, outcomes: Vec
     }
 }
 
+/// Writes rows into a store's open transaction; the chain's fields are computed by the caller.
+pub(crate) trait ChainTx {
+    fn insert_run(&mut self, record: &RunRecord, vars: &str, who: &str) -> Result<(), Error>;
+    fn insert_event(&mut self, seq: i64, event: &UnsavedEvent<'_>, prev: &str, hash: &str) -> Result<(), Error>;
+}
+
+/// SQLite's side of [`ChainTx`]: a transaction or savepoint of the write connection.
+struct SqliteTx<'a> {
+    conn: &'a Connection,
+    path: &'a Path,
+}
+
+impl ChainTx for SqliteTx<'_> {
+    fn insert_run(&mut self, record: &RunRecord, vars: &str, who: &str) -> Result<(), Error> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO runs (id, runbook, runbook_digest, created_at, vars, who)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![record.id, record.runbook, record.runbook_digest, record.created_at, vars, who])
+            })
+            .map(|_| ())
+            .map_err(|e| Error::sqlite(self.path, e))
+    }
+
+    fn insert_event(&mut self, seq: i64, event: &UnsavedEvent<'_>, prev: &str, hash: &str) -> Result<(), Error> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO events (seq, ts, run_id, kind, step, attempt, data, prev, hash)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    seq,
+                    event.ts,
+                    event.run_id,
+                    event.kind,
+                    event.step,
+                    event.attempt,
+                    event.data,
+                    prev,
+                    hash
+                ])
+            })
+            .map(|_| ())
+            .map_err(|e| Error::sqlite(self.path, e))
+    }
+}
+
 fn write_job(
     conn: &Connection,
+    keys: &Keys,
+    path: &Path,
+    clock: &Clock,
+    tail: &mut Tail,
+    job: &Job,
+) -> Result<Vec<i64>, Error> {
+    write_job_to(&mut SqliteTx { conn, path }, keys, path, clock, tail, job)
+}
+
+/// Writes one job's rows through `tx`, linking each event to `tail` and moving it on.
+pub(crate) fn write_job_to(
+    tx: &mut dyn ChainTx,
     keys: &Keys,
     path: &Path,
     clock: &Clock,
@@ -264,7 +335,7 @@ fn write_job(
                     attempt: event.attempt.map(i64::from),
                     data: &data,
                 };
-                insert_event(conn, keys, tail, &unsaved).map_err(|e| Error::sqlite(path, e))
+                insert_event(tx, keys, tail, &unsaved)
             })
             .collect(),
         Job::CreateRun(run) => {
@@ -279,14 +350,7 @@ fn write_job(
             let vars = to_json(&record.vars)?;
             let who = to_json(&record.who)?;
             let data = to_json(&record)?;
-            conn.prepare_cached(
-                "INSERT INTO runs (id, runbook, runbook_digest, created_at, vars, who)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![record.id, record.runbook, record.runbook_digest, record.created_at, vars, who])
-            })
-            .map_err(|e| Error::sqlite(path, e))?;
+            tx.insert_run(&record, &vars, &who)?;
             let unsaved = UnsavedEvent {
                 ts: &record.created_at,
                 run_id: &record.id,
@@ -295,7 +359,7 @@ fn write_job(
                 attempt: None,
                 data: &data,
             };
-            let seq = insert_event(conn, keys, tail, &unsaved).map_err(|e| Error::sqlite(path, e))?;
+            let seq = insert_event(tx, keys, tail, &unsaved)?;
             Ok(vec![seq])
         }
     }
@@ -307,16 +371,16 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String, Error> {
     serde_json::to_string(value).map_err(|e| Error::Corrupt(format!("value cannot be serialized as JSON: {e}")))
 }
 
-struct UnsavedEvent<'a> {
-    ts: &'a str,
-    run_id: &'a str,
-    kind: &'a str,
-    step: Option<&'a str>,
-    attempt: Option<i64>,
-    data: &'a str,
+pub(crate) struct UnsavedEvent<'a> {
+    pub(crate) ts: &'a str,
+    pub(crate) run_id: &'a str,
+    pub(crate) kind: &'a str,
+    pub(crate) step: Option<&'a str>,
+    pub(crate) attempt: Option<i64>,
+    pub(crate) data: &'a str,
 }
 
-fn insert_event(conn: &Connection, keys: &Keys, tail: &mut Tail, event: &UnsavedEvent<'_>) -> rusqlite::Result<i64> {
+fn insert_event(tx: &mut dyn ChainTx, keys: &Keys, tail: &mut Tail, event: &UnsavedEvent<'_>) -> Result<i64, Error> {
     let seq = tail.last_seq + 1;
     let hash = ChainFields {
         prev: &tail.last_hash,
@@ -329,21 +393,7 @@ fn insert_event(conn: &Connection, keys: &Keys, tail: &mut Tail, event: &Unsaved
         data: event.data,
     }
     .hash(keys);
-    conn.prepare_cached(
-        "INSERT INTO events (seq, ts, run_id, kind, step, attempt, data, prev, hash)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?
-    .execute(params![
-        seq,
-        event.ts,
-        event.run_id,
-        event.kind,
-        event.step,
-        event.attempt,
-        event.data,
-        tail.last_hash,
-        hash
-    ])?;
+    tx.insert_event(seq, event, &tail.last_hash, &hash)?;
     tail.last_seq = seq;
     tail.last_hash = hash;
     Ok(seq)

@@ -36,6 +36,9 @@ pub(crate) fn registry_for(azure: &SettingsSource) -> Registry {
 
 /// Opens the journal at `path` for writing, creating it (and its directory) when missing.
 pub(crate) fn create_journal(path: &Path) -> CliResult<Journal> {
+    if runbook_journal::is_server_url(path) {
+        return Ok(Journal::open(path)?);
+    }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| CliError::user(format!("cannot create `{}`: {e}", dir.display())))?;
     }
@@ -66,7 +69,7 @@ impl Workspace {
 
     /// Opens an existing journal without creating anything; None when there is none yet.
     pub fn existing_journal(&self) -> CliResult<Option<Arc<Journal>>> {
-        if !self.journal_path.exists() {
+        if !runbook_journal::is_server_url(&self.journal_path) && !self.journal_path.exists() {
             return Ok(None);
         }
         match Journal::open_existing(&self.journal_path) {

@@ -277,34 +277,6 @@ fn bad_command_line_values_are_user_errors() {
     assert!(!env.journal().exists());
 }
 
-/// A journal on a PostgreSQL server is refused, naming the URL, before anything is created:
-/// taken as a path, the URL would make directories named after its scheme and host.
-#[test]
-fn a_journal_on_a_server_is_refused_clearly_and_creates_nothing() {
-    let env = TestEnv::new();
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/vars-target.toml");
-    for journal in ["postgres://ops@db.example/runbook", "postgresql://127.0.0.1:5432/runbook"] {
-        let out = env.run_bare(&["--journal", journal, "run", target.to_str().unwrap(), "--var", "name=ok"]);
-        assert_eq!(out.code, 2, "{}", out.all());
-        assert!(out.stderr.contains(journal) && out.stderr.contains("PostgreSQL server"), "{}", out.all());
-        let mut status = std::process::Command::new(crate::support::runbook_bin());
-        status.arg("status").current_dir(env.path()).env("RUNBOOK_JOURNAL", journal);
-        let out = Run::from(status.output().expect("runbook starts"));
-        assert_eq!(out.code, 2, "{}", out.all());
-        assert!(out.stderr.contains("PostgreSQL server"), "{}", out.all());
-    }
-    // A password given in the URL is not shown.
-    let out = env.run_bare(&["--journal", "postgres://ops:hunter2@db.example/runbook", "status"]);
-    assert_eq!(out.code, 2, "{}", out.all());
-    assert!(
-        !out.all().contains("hunter2") && out.stderr.contains("postgres://ops:***@db.example/runbook"),
-        "{}",
-        out.all()
-    );
-    let made: Vec<_> = std::fs::read_dir(env.path()).unwrap().flatten().map(|e| e.file_name()).collect();
-    assert!(!made.iter().any(|name| name.to_string_lossy().starts_with("postgres")), "{made:?}");
-}
-
 /// A value the runbook gives literally is checked at plan; the same check runs on the value a
 /// reference brings when the step runs, before it has any effect.
 #[test]

@@ -41,6 +41,7 @@ mod resume;
 mod retries;
 mod schema;
 mod secrets;
+mod server_journal;
 mod simulated_time;
 mod standin_fence;
 mod standin_retries;

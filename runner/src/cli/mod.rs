@@ -491,26 +491,6 @@ pub enum AuditFormat {
     Markdown,
 }
 
-/// A journal named by a server's URL rather than a file's path. Taken as a path, it would create
-/// directories named after the URL's scheme and host.
-fn is_server_url(journal: &std::path::Path) -> bool {
-    let text = journal.to_string_lossy();
-    ["postgres://", "postgresql://"].iter().any(|scheme| text.starts_with(scheme))
-}
-
-/// The URL as given, its password (`user:PASSWORD@`) left out: an error never shows a secret.
-fn without_password(url: &std::path::Path) -> String {
-    let text = url.to_string_lossy();
-    let Some((scheme, rest)) = text.split_once("://") else { return text.into_owned() };
-    match rest.split_once('@') {
-        Some((userinfo, host)) if userinfo.contains(':') => {
-            let user = userinfo.split(':').next().unwrap_or_default();
-            format!("{scheme}://{user}:***@{host}")
-        }
-        _ => text.into_owned(),
-    }
-}
-
 pub async fn dispatch(cli: Cli) -> CliResult {
     let env = Env::new(&cli.global);
     if cli.global.journal.len() > 1
@@ -519,12 +499,6 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         return Err(exit::CliError::user_hint(
             "--journal is given more than once",
             "only `audit`, `verify` and `diagnose` read several journals; every other command works on one",
-        ));
-    }
-    if let Some(url) = cli.global.journal.iter().find(|j| is_server_url(j)) {
-        return Err(exit::CliError::user_hint(
-            format!("`{}`: a journal on a PostgreSQL server is not supported by this build yet", without_password(url)),
-            "give the journal as a file (--journal PATH or RUNBOOK_JOURNAL=PATH; default .runbook/journal.db)",
         ));
     }
     match cli.command {

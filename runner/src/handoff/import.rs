@@ -114,7 +114,8 @@ pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Importe
     }
 
     // Re-importing the same file changes nothing.
-    let journal = match journal_path.try_exists() {
+    let on_server = runbook_journal::is_server_url(journal_path);
+    let journal = match journal_path.try_exists().map(|exists| exists || on_server) {
         Ok(true) => match Journal::open_existing(journal_path) {
             Ok(journal) => Some(journal),
             // A journal whose creation never finished: its leftovers were just removed.

@@ -1,0 +1,22 @@
+//! The run lock whichever store holds the journal: a file lock beside a file journal, an
+//! advisory lock of the server's for a server journal. Released on drop, and when the holder dies.
+
+use crate::lock::RunLock as FileLock;
+use crate::records::Holder;
+use crate::server::ServerLock;
+
+#[derive(Debug)]
+pub enum RunLock {
+    File(FileLock),
+    Server(ServerLock),
+}
+
+impl RunLock {
+    /// Who holds it: this process, as it named itself.
+    pub fn holder(&self) -> &Holder {
+        match self {
+            RunLock::File(lock) => lock.holder(),
+            RunLock::Server(lock) => lock.holder(),
+        }
+    }
+}

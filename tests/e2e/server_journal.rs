@@ -1,0 +1,175 @@
+//! The journal on a real PostgreSQL server (Debian's package, started on loopback by
+//! `runbook-test-postgres`): every command works on it as on a file, the chain's key stays with
+//! the operators, and a database administrator who rolls rows back is caught by a client that
+//! saw them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use runbook_test_postgres::{PostgresServer, USER};
+
+use crate::support::{Run, TestEnv, runbook_bin};
+
+/// A server with a database `team`, and a password file for it (0600, as libpq wants).
+struct Team {
+    server: PostgresServer,
+    passfile: PathBuf,
+}
+
+impl Team {
+    fn start(env: &TestEnv) -> Team {
+        let server = PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+        server.create_database("team").unwrap_or_else(|e| panic!("{e}"));
+        let passfile = env.path().join("pgpass");
+        std::fs::write(&passfile, format!("127.0.0.1:{}:*:{USER}:{}\n", server.port(), server.password())).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+        Team { server, passfile }
+    }
+
+    /// The journal's URL: no password in it.
+    fn url(&self) -> String {
+        format!("postgres://{USER}@127.0.0.1:{}/team?sslmode=disable", self.server.port())
+    }
+
+    /// `runbook` as the operator whose files (key, witness) are in `state`.
+    fn runbook(&self, env: &TestEnv, state: &Path, args: &[&str]) -> Run {
+        let mut command = Command::new(runbook_bin());
+        command
+            .args(["--journal", &self.url()])
+            .args(args)
+            .current_dir(env.path())
+            .env("RUNBOOK_USER", "tester")
+            .env("RUNBOOK_HOST", "testhost")
+            .env("CI", "true")
+            .env("PGPASSFILE", &self.passfile)
+            .env("RUNBOOK_STATE_DIR", state)
+            .env_remove("RUNBOOK_JOURNAL")
+            .env_remove("PGPASSWORD");
+        Run::from(command.output().expect("runbook starts"))
+    }
+
+    /// SQL as the database's owner, as an administrator would run it.
+    fn psql(&self, sql: &str) -> String {
+        let out = Command::new(self.server.bin().join("psql"))
+            .args(["-h", "127.0.0.1", "-p", &self.server.port().to_string(), "-U", USER, "-d", "team"])
+            .args(["-v", "ON_ERROR_STOP=1", "-tA", "-c", sql])
+            .env("PGPASSWORD", self.server.password())
+            .output()
+            .expect("psql starts");
+        assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+fn two_steps(env: &TestEnv) -> PathBuf {
+    env.write(
+        "two.toml",
+        r#"
+[runbook]
+name = "two"
+[[steps]]
+id = "first"
+kind = "exec"
+inputs.argv = ["{stepper}", "append", "{dir}/log", "first"]
+[[steps]]
+id = "second"
+kind = "exec"
+after = ["first"]
+inputs.argv = ["{stepper}", "append", "{dir}/log", "second"]
+"#,
+    )
+}
+
+fn log_lines(env: &TestEnv) -> usize {
+    std::fs::read_to_string(env.path().join("log")).unwrap_or_default().lines().count()
+}
+
+#[test]
+fn a_journal_on_a_server_runs_resumes_verifies_and_catches_a_rollback() {
+    let env = TestEnv::new();
+    let team = Team::start(&env);
+    let runbook = two_steps(&env);
+    let runbook = runbook.to_str().unwrap();
+    let alice = env.path().join("state-alice");
+
+    let first = team.runbook(&env, &alice, &["run", runbook, "--output", "json"]);
+    assert_eq!(first.code, 0, "{}\n{}", first.all(), team.server.log());
+    assert_eq!(log_lines(&env), 2);
+    let anchor_then = team.psql("SELECT seq || '|' || hash || '|' || mac FROM runbook.anchor");
+    let status = team.runbook(&env, &alice, &["status"]);
+    assert_eq!(status.code, 0, "{}", status.all());
+    assert!(status.stdout.contains("two") && status.stdout.contains("succeeded"), "{}", status.all());
+    // Done steps are reused from the server's history, as from a file's.
+    let again = team.runbook(&env, &alice, &["run", runbook]);
+    assert_eq!(again.code, 0, "{}", again.all());
+    assert_eq!(log_lines(&env), 2, "nothing ran twice");
+    let audit = team.runbook(&env, &alice, &["audit", "--verify"]);
+    assert_eq!(audit.code, 0, "{}", audit.all());
+
+    // The key is the operators', never the server's: a second operator without it is told where
+    // to put it, and with it sees the same journal.
+    let key = std::fs::read_dir(alice.join("journals"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "key"))
+        .expect("alice's key file");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+    let bob = env.path().join("state-bob");
+    let refused = team.runbook(&env, &bob, &["status"]);
+    assert_ne!(refused.code, 0, "{}", refused.all());
+    assert!(refused.stderr.contains("copy the key file"), "{}", refused.all());
+    std::fs::create_dir_all(bob.join("journals")).unwrap();
+    std::fs::copy(&key, bob.join("journals").join(key.file_name().unwrap())).unwrap();
+    let status = team.runbook(&env, &bob, &["status"]);
+    assert_eq!(status.code, 0, "{}", status.all());
+
+    // An administrator rolls the journal back to before the second run: events, its runs row
+    // and the anchor as they were (a valid, earlier journal; the anchor's MAC holds). Alice saw
+    // the newer end, so her client refuses it; verification says the same.
+    let runs = team.psql("SELECT count(*) FROM runbook.runs");
+    assert_eq!(runs, "2");
+    let first_run = first.last_json()["run_id"].as_str().unwrap().to_string();
+    let end_seen = team.psql("SELECT seq FROM runbook.anchor");
+    let (seq, rest) = anchor_then.split_once('|').unwrap();
+    let (hash, mac) = rest.split_once('|').unwrap();
+    team.psql(&format!(
+        "ALTER TABLE runbook.events DISABLE TRIGGER events_append_only;
+         ALTER TABLE runbook.runs DISABLE TRIGGER runs_append_only;
+         DELETE FROM runbook.events WHERE seq > {seq};
+         DELETE FROM runbook.runs WHERE id <> '{first_run}';
+         UPDATE runbook.anchor SET seq = {seq}, hash = '{hash}', mac = '{mac}';"
+    ));
+    // Carol, given the key only now, never saw the newer end: her client has nothing to hold
+    // against the rolled-back journal (every operator who looked is a witness; she did not).
+    let carol = env.path().join("state-carol");
+    std::fs::create_dir_all(carol.join("journals")).unwrap();
+    std::fs::copy(&key, carol.join("journals").join(key.file_name().unwrap())).unwrap();
+    let unaware = team.runbook(&env, &carol, &["status"]);
+    assert_eq!(unaware.code, 0, "{}", unaware.all());
+    for operator in [&alice, &bob] {
+        let refused = team.runbook(&env, operator, &["status"]);
+        assert_eq!(refused.code, 6, "{}", refused.all());
+        assert!(refused.stderr.contains(&format!("this client saw it reach event {end_seen}")), "{}", refused.all());
+        assert!(refused.stderr.contains("witness"), "{}", refused.all());
+    }
+    let audit = team.runbook(&env, &alice, &["audit", "--verify"]);
+    assert_eq!(audit.code, 6, "{}", audit.all());
+}
+
+#[test]
+fn a_password_in_the_url_is_refused_without_being_shown() {
+    let env = TestEnv::new();
+    let out = env.run_bare(&["--journal", "postgres://ops:hunter2@127.0.0.1:9/team", "status"]);
+    assert_ne!(out.code, 0, "{}", out.all());
+    assert!(!out.all().contains("hunter2"), "{}", out.all());
+    assert!(
+        out.stderr.contains("postgres://ops:***@127.0.0.1:9/team") && out.stderr.contains("PGPASSFILE"),
+        "{}",
+        out.all()
+    );
+    let made: Vec<_> = std::fs::read_dir(env.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(!made.iter().any(|name| name.to_string_lossy().starts_with("postgres")), "{made:?}");
+}
