@@ -34,6 +34,10 @@ impl Team {
 
     /// `runbook` as the operator whose files (key, witness) are in `state`.
     fn runbook(&self, env: &TestEnv, state: &Path, args: &[&str]) -> Run {
+        Run::from(self.command(env, state, args).output().expect("runbook starts"))
+    }
+
+    fn command(&self, env: &TestEnv, state: &Path, args: &[&str]) -> Command {
         let mut command = Command::new(runbook_bin());
         command
             .args(["--journal", &self.url()])
@@ -46,7 +50,7 @@ impl Team {
             .env("RUNBOOK_STATE_DIR", state)
             .env_remove("RUNBOOK_JOURNAL")
             .env_remove("PGPASSWORD");
-        Run::from(command.output().expect("runbook starts"))
+        command
     }
 
     /// SQL as the database's owner, as an administrator would run it.
@@ -106,6 +110,11 @@ fn a_journal_on_a_server_runs_resumes_verifies_and_catches_a_rollback() {
     assert_eq!(log_lines(&env), 2, "nothing ran twice");
     let audit = team.runbook(&env, &alice, &["audit", "--verify"]);
     assert_eq!(audit.code, 0, "{}", audit.all());
+    let run_id = first.last_json()["run_id"].as_str().unwrap().to_string();
+    for args in [vec!["outputs", &run_id], vec!["timeline", &run_id], vec!["plan", runbook], vec!["audit"]] {
+        let out = team.runbook(&env, &alice, &args);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.all());
+    }
 
     // The key is the operators', never the server's: a second operator without it is told where
     // to put it, and with it sees the same journal.
@@ -172,4 +181,70 @@ fn a_password_in_the_url_is_refused_without_being_shown() {
     );
     let made: Vec<_> = std::fs::read_dir(env.path()).unwrap().flatten().map(|e| e.file_name()).collect();
     assert!(!made.iter().any(|name| name.to_string_lossy().starts_with("postgres")), "{made:?}");
+}
+
+/// One run per lock on a server too: a second operator is refused and told who holds it; when the
+/// holder's process dies the server frees the lock, and the other operator resumes the run.
+#[test]
+fn a_dead_holders_lock_is_freed_by_the_server_and_another_operator_resumes() {
+    let env = TestEnv::new();
+    let team = Team::start(&env);
+    let runbook = env.write(
+        "held.toml",
+        r#"
+[runbook]
+name = "held"
+[[steps]]
+id = "held"
+kind = "exec"
+timeout = "120s"
+inputs.argv = ["{stepper}", "append", "{dir}/log", "started", "await", "{dir}/release", "append", "{dir}/log", "done"]
+[[steps]]
+id = "after"
+kind = "exec"
+after = ["held"]
+inputs.argv = ["{stepper}", "append", "{dir}/log", "after"]
+"#,
+    );
+    let runbook = runbook.to_str().unwrap();
+    let (alice, bob) = (env.path().join("state-alice"), env.path().join("state-bob"));
+    // The journal and its key exist before the hand-over of the key.
+    let created = team.runbook(&env, &alice, &["status"]);
+    assert_ne!(created.code, 6, "{}", created.all());
+    let made = team.runbook(&env, &alice, &["plan", runbook]);
+    assert_eq!(made.code, 0, "{}", made.all());
+
+    let mut holder = team.command(&env, &alice, &["run", runbook]).spawn().expect("alice's run");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while log_lines(&env) < 1 {
+        assert!(holder.try_wait().unwrap().is_none(), "alice's run ended before its step");
+        assert!(std::time::Instant::now() < deadline, "alice's step never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    share_key(&alice, &bob);
+    let refused = team.runbook(&env, &bob, &["run", runbook]);
+    assert_eq!(refused.code, 2, "{}", refused.all());
+    assert!(refused.stderr.contains("in use by run"), "{}", refused.all());
+    assert!(refused.stderr.contains(&format!("pid {}", holder.id())), "{}", refused.all());
+
+    // SIGKILL: no chance to release anything; the server ends the session and its lock.
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    std::fs::write(env.path().join("release"), "").unwrap();
+    let resumed = team.runbook(&env, &bob, &["resume", "--rerun", "held"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.all());
+    let log = std::fs::read_to_string(env.path().join("log")).unwrap();
+    assert!(log.ends_with("started\ndone\nafter\n"), "{log}");
+    let audit = team.runbook(&env, &bob, &["audit", "--verify"]);
+    assert_eq!(audit.code, 0, "{}", audit.all());
+}
+
+/// Gives `to` the key `from` has: how an operator hands the journal's key to a colleague.
+fn share_key(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.join("journals")).unwrap();
+    for entry in std::fs::read_dir(from.join("journals")).unwrap().flatten() {
+        if entry.path().extension().is_some_and(|x| x == "key") {
+            std::fs::copy(entry.path(), to.join("journals").join(entry.file_name())).unwrap();
+        }
+    }
 }
