@@ -72,13 +72,24 @@ pub(crate) fn ensure(journal: &Path, create: Create) -> Result<(), Error> {
             lock.remove()?;
             Err(Error::NotFound(journal.to_path_buf()))
         }
-        Create::IfMissing => create_under(journal, lock),
+        Create::IfMissing => create_under(journal, lock, rand::random()),
+    }
+}
+
+/// Creates a new, empty journal at `journal` with the key `master` (a copy keeps its source's
+/// key, so its chain holds as it did); a journal already there is refused.
+pub(crate) fn create_with_key(journal: &Path, master: [u8; keys::KEY_LEN]) -> Result<(), Error> {
+    if exists(journal)? || exists(&keys::key_path(journal))? {
+        return Err(Error::Corrupt(format!("`{}` already exists; a copy goes to a new journal", journal.display())));
+    }
+    match CreationLock::acquire(journal)? {
+        Acquired::Held(lock) => create_under(journal, lock, master),
+        Acquired::ReadOnly => Err(Error::Corrupt(format!("`{}` cannot be created here", journal.display()))),
     }
 }
 
 /// Creates the journal, its key last. Every file operation is a crash point for the tests.
-fn create_under(journal: &Path, mut lock: CreationLock) -> Result<(), Error> {
-    let master: [u8; keys::KEY_LEN] = rand::random();
+fn create_under(journal: &Path, mut lock: CreationLock, master: [u8; keys::KEY_LEN]) -> Result<(), Error> {
     lock.write_key(&master)?;
     let keys = Keys::from_master(&master);
 

@@ -169,7 +169,7 @@ fn mac(keyed: &HmacSha256, bytes: &[u8]) -> [u8; 32] {
     mac.finalize().into_bytes().into()
 }
 
-fn read_key(path: &Path) -> Result<[u8; KEY_LEN], Error> {
+pub(crate) fn read_key(path: &Path) -> Result<[u8; KEY_LEN], Error> {
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut bytes = Vec::with_capacity(KEY_LEN);
     file.read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;

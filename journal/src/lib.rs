@@ -6,6 +6,7 @@ mod bench;
 mod chain;
 mod clock;
 mod connection;
+mod copy;
 mod crash_point;
 mod creation;
 mod creation_lock;
@@ -27,6 +28,7 @@ mod verify;
 mod writer;
 
 pub use bench::bare_commit_cost;
+pub use copy::CopyReport;
 pub use error::Error;
 pub use event::*;
 pub use guard::RunLock;

@@ -29,6 +29,23 @@ pub(crate) type Outcome = Result<Vec<i64>, Error>;
 pub(crate) enum Job {
     Append(Vec<NewEvent>),
     CreateRun(NewRun),
+    /// Events of another journal with the same key, as they were (a copy): each must be the
+    /// next on this chain and hash as it did there.
+    Verbatim(Vec<CopiedEvent>),
+}
+
+/// An event as another journal stored it, with the runs row its `run_created` brings.
+#[derive(Clone, Debug)]
+pub(crate) struct CopiedEvent {
+    pub(crate) seq: i64,
+    pub(crate) ts: String,
+    pub(crate) run_id: String,
+    pub(crate) kind: String,
+    pub(crate) step: Option<String>,
+    pub(crate) attempt: Option<i64>,
+    pub(crate) data: String,
+    pub(crate) hash: String,
+    pub(crate) run: Option<RunRecord>,
 }
 
 /// Async callers are answered through a tokio oneshot; blocking callers through a std channel,
@@ -116,6 +133,11 @@ impl JournalWriter {
     pub async fn create_run(&self, run: NewRun) -> Result<i64, Error> {
         let seqs = self.submit_async(Job::CreateRun(run)).await?;
         Ok(seqs[0])
+    }
+
+    /// Appends a copy's events as they were, in one transaction.
+    pub(crate) fn copy_blocking(&self, events: Vec<CopiedEvent>) -> Result<Vec<i64>, Error> {
+        self.submit_blocking(Job::Verbatim(events))
     }
 
     pub fn create_run_blocking(&self, run: NewRun) -> Result<i64, Error> {
@@ -362,6 +384,30 @@ pub(crate) fn write_job_to(
             let seq = insert_event(tx, keys, tail, &unsaved)?;
             Ok(vec![seq])
         }
+        Job::Verbatim(events) => events
+            .iter()
+            .map(|event| {
+                if let Some(record) = &event.run {
+                    tx.insert_run(record, &to_json(&record.vars)?, &to_json(&record.who)?)?;
+                }
+                let unsaved = UnsavedEvent {
+                    ts: &event.ts,
+                    run_id: &event.run_id,
+                    kind: &event.kind,
+                    step: event.step.as_deref(),
+                    attempt: event.attempt,
+                    data: &event.data,
+                };
+                let seq = insert_event(tx, keys, tail, &unsaved)?;
+                if seq != event.seq || tail.last_hash != event.hash {
+                    return Err(Error::Corrupt(format!(
+                        "copied event {} does not land as it was (at {seq}, or with another hash): not a copy of one chain under one key",
+                        event.seq
+                    )));
+                }
+                Ok(seq)
+            })
+            .collect(),
     }
 }
 

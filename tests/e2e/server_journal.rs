@@ -248,3 +248,46 @@ fn share_key(from: &Path, to: &Path) {
         }
     }
 }
+
+/// `journal copy` takes a file journal to a server and back with its chain: the copies verify,
+/// hold the same events, and a run on the server copy reuses what the file journal's runs did.
+#[test]
+fn a_file_journal_copied_to_a_server_and_back_keeps_its_chain() {
+    let env = TestEnv::new();
+    let team = Team::start(&env);
+    let runbook = two_steps(&env);
+    let runbook = runbook.to_str().unwrap();
+    let ran = env.run(&["run", runbook]);
+    assert_eq!(ran.code, 0, "{}", ran.all());
+    let alice = env.path().join("state-alice");
+    let file = env.journal();
+    let url = team.url();
+
+    let copied = team.runbook(&env, &alice, &["journal", "copy", file.to_str().unwrap(), &url, "--output", "json"]);
+    assert_eq!(copied.code, 0, "{}", copied.all());
+    let report = copied.last_json();
+    assert_eq!(report["runs"], 1, "{report}");
+    let events = report["events"].as_i64().unwrap();
+    assert_eq!(events.to_string(), team.psql("SELECT count(*) FROM runbook.events"));
+    let audit = team.runbook(&env, &alice, &["audit", "--verify"]);
+    assert_eq!(audit.code, 0, "{}", audit.all());
+    // The server copy is the same history: nothing runs again.
+    let again = team.runbook(&env, &alice, &["run", runbook]);
+    assert_eq!(again.code, 0, "{}", again.all());
+    assert_eq!(log_lines(&env), 2, "the copy's history was reused");
+    // A journal is never copied over another.
+    let refused = team.runbook(&env, &alice, &["journal", "copy", file.to_str().unwrap(), &url]);
+    assert_ne!(refused.code, 0, "{}", refused.all());
+    assert!(refused.stderr.contains("already holds a journal"), "{}", refused.all());
+
+    let back = env.path().join("back/journal.db");
+    let copied = team.runbook(&env, &alice, &["journal", "copy", &url, back.to_str().unwrap(), "--output", "json"]);
+    assert_eq!(copied.code, 0, "{}", copied.all());
+    assert_eq!(copied.last_json()["runs"], 2);
+    let mut audit = env.command_on(&back, &["audit", "--verify"]);
+    let audit = Run::from(audit.output().unwrap());
+    assert_eq!(audit.code, 0, "{}", audit.all());
+    use std::os::unix::fs::PermissionsExt;
+    let key = env.path().join("back/journal.db.key");
+    assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+}

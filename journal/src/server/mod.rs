@@ -231,3 +231,35 @@ pub fn without_password(url: &str) -> String {
         _ => url.to_string(),
     }
 }
+
+/// Makes a new, empty journal at `url` with the key `master` (a copy keeps its source's key);
+/// a database that already holds a journal is refused, and so is a different key already in
+/// this client's files for it.
+pub(crate) fn create_with_key(url: &Path, master: [u8; keys::KEY_LEN]) -> Result<(), Error> {
+    let target = ServerTarget::parse(url)?;
+    let shown = target.shown.clone();
+    let reader = Reader::spawn(target.config.clone(), &shown)?;
+    let probe = shown.clone();
+    if reader.call(move |client| schema::version(client, &probe))?.is_some() {
+        return Err(Error::Server {
+            url: shown,
+            message: "the database already holds a journal; a copy goes to a new one".into(),
+        });
+    }
+    let path = keys::key_path(&target.files);
+    if let Some(dir) = path.parent() {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    match runbook_files::write(&path, &master, runbook_files::PRIVATE, runbook_files::Existing::Keep) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            if keys::read_key(&path)? != master {
+                return Err(Error::KeyMismatch { journal: PathBuf::from(&shown), key: path });
+            }
+        }
+        Err(e) => return Err(Error::io(&path, e)),
+    }
+    let keys = Keys::from_master(&master);
+    reader.call(move |client| schema::create(client, &shown, &keys))
+}

@@ -18,6 +18,7 @@ mod idempotence;
 pub(crate) mod import;
 mod init;
 mod inspect;
+mod journal_copy;
 #[cfg(feature = "sandbox")]
 pub mod namespace;
 mod printer;
@@ -293,6 +294,11 @@ pub enum Command {
     /// fix (exit 8; 0 healthy). With `--journal A --journal B` (one per person) the journals make
     /// one history
     Diagnose,
+    /// Work on journals themselves
+    Journal {
+        #[command(subcommand)]
+        what: JournalWhat,
+    },
     /// Check what a runbook needs on this machine and account: programs, hypershift flags, kube
     /// access and permissions, Azure sign-in and permissions (`run` makes the same checks first)
     Doctor {
@@ -467,6 +473,20 @@ pub enum BenchWhat {
     },
 }
 
+#[derive(Subcommand, Debug)]
+pub enum JournalWhat {
+    /// Copy a journal into a new one, file or PostgreSQL server (either way), with its chain:
+    /// the same events, hashes and key, so `audit --verify` holds on the copy. The source is
+    /// verified first and locked while it is read; the destination must not hold a journal
+    Copy {
+        /// The journal to copy: a file's path or a postgres:// URL
+        from: PathBuf,
+        /// The new journal: a path that does not exist yet, or a postgres:// URL of a database
+        /// without a journal
+        to: PathBuf,
+    },
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum GraphFormat {
     Text,
@@ -537,6 +557,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         }
         Command::Doctor { name, vars } => doctor::doctor(&env, &name, &vars).await,
         Command::Diagnose => diagnose::diagnose(&env, &cli.global.journal).await,
+        Command::Journal { what: JournalWhat::Copy { from, to } } => journal_copy::copy(&env, &from, &to),
         Command::Verify { runbook, all } => verify::verify(&env, &cli.global.journal, runbook.as_deref(), all).await,
         Command::Timeline { runs, format, file } => timeline::timeline(&env, &cli.global.journal, &runs, format, file),
         Command::Bench { what: BenchWhat::Engine { steps, dir } } => bench::engine(&env, steps, dir).await,

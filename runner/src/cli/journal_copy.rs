@@ -1,0 +1,52 @@
+//! `runbook journal copy FROM TO`: moving a journal between a file and a PostgreSQL server.
+
+use std::path::Path;
+
+use runbook_journal::Journal;
+use serde_json::json;
+
+use crate::cli::Env;
+use crate::cli::exit::{CliError, CliResult, Exit};
+
+pub fn copy(env: &Env, from: &Path, to: &Path) -> CliResult {
+    let source = match Journal::open_existing(from) {
+        Ok(journal) => journal,
+        Err(runbook_journal::Error::NotFound(_)) => {
+            return Err(CliError::user_hint(
+                format!("no journal at `{}`", from.display()),
+                "give the journal to copy as a file's path or a postgres:// URL",
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if !runbook_journal::is_server_url(to)
+        && let Some(dir) = to.parent().filter(|d| !d.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(dir).map_err(|e| CliError::user(format!("cannot create `{}`: {e}", dir.display())))?;
+    }
+    // Nothing is appended to the source while it is read.
+    let _lock = source.lock(&crate::who::holder("-", &format!("journal copy to {}", to.display())))?;
+    let report = source.copy_to(to)?;
+    let copy = Journal::open_existing(to)?;
+    env.print(
+        &format!(
+            "copied {} events of {} runs from `{}` to `{}`; the copy verifies (its chain ends at event {}, {})\nits key: `{}`\n",
+            report.events,
+            report.runs,
+            source.path().display(),
+            copy.path().display(),
+            report.head.seq,
+            report.head.hash,
+            copy.key_path().display()
+        ),
+        json!({
+            "from": source.path(),
+            "to": copy.path(),
+            "events": report.events,
+            "runs": report.runs,
+            "head": { "seq": report.head.seq, "hash": report.head.hash },
+            "key": copy.key_path(),
+        }),
+    );
+    Ok(Exit::Ok)
+}
