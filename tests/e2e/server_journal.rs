@@ -208,12 +208,6 @@ inputs.argv = ["{stepper}", "append", "{dir}/log", "after"]
     );
     let runbook = runbook.to_str().unwrap();
     let (alice, bob) = (env.path().join("state-alice"), env.path().join("state-bob"));
-    // The journal and its key exist before the hand-over of the key.
-    let created = team.runbook(&env, &alice, &["status"]);
-    assert_ne!(created.code, 6, "{}", created.all());
-    let made = team.runbook(&env, &alice, &["plan", runbook]);
-    assert_eq!(made.code, 0, "{}", made.all());
-
     let mut holder = team.command(&env, &alice, &["run", runbook]).spawn().expect("alice's run");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while log_lines(&env) < 1 {
@@ -290,4 +284,48 @@ fn a_file_journal_copied_to_a_server_and_back_keeps_its_chain() {
     use std::os::unix::fs::PermissionsExt;
     let key = env.path().join("back/journal.db.key");
     assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
+/// A journal from a newer build is refused before anything is read or written, as a file's is;
+/// and a key that is not the journal's is refused, naming the key file.
+#[test]
+fn a_newer_schema_and_a_wrong_key_are_refused() {
+    let env = TestEnv::new();
+    let team = Team::start(&env);
+    let alice = env.path().join("state-alice");
+    let made = team.runbook(&env, &alice, &["run", two_steps(&env).to_str().unwrap()]);
+    assert_eq!(made.code, 0, "{}", made.all());
+    // Someone else's key, in the place of this journal's.
+    let mallory = env.path().join("state-mallory");
+    let other = TestEnv::new();
+    let theirs = Team::start(&other);
+    let made = theirs.runbook(&other, &mallory, &["run", two_steps(&other).to_str().unwrap()]);
+    assert_eq!(made.code, 0, "{}", made.all());
+    let bob = env.path().join("state-bob");
+    std::fs::create_dir_all(bob.join("journals")).unwrap();
+    let alices_key = std::fs::read_dir(alice.join("journals"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().extension().is_some_and(|x| x == "key"))
+        .unwrap();
+    let mallorys_key = std::fs::read_dir(mallory.join("journals"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().extension().is_some_and(|x| x == "key"))
+        .unwrap();
+    std::fs::copy(mallorys_key.path(), bob.join("journals").join(alices_key.file_name())).unwrap();
+    let refused = team.runbook(&env, &bob, &["status"]);
+    assert_eq!(refused.code, 6, "{}", refused.all());
+    assert!(refused.stderr.contains("does not belong to journal"), "{}", refused.all());
+
+    team.psql("UPDATE runbook.meta SET version = 99");
+    let before = team.psql("SELECT count(*) FROM runbook.events");
+    let refused = team.runbook(&env, &alice, &["run", two_steps(&env).to_str().unwrap()]);
+    assert_ne!(refused.code, 0, "{}", refused.all());
+    assert!(
+        refused.stderr.contains("schema version 99") && refused.stderr.contains("newer runbook"),
+        "{}",
+        refused.all()
+    );
+    assert_eq!(team.psql("SELECT count(*) FROM runbook.events"), before, "nothing was written");
 }
