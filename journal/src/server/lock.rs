@@ -61,7 +61,16 @@ pub(crate) fn acquire(target: &ServerTarget, key: &str, holder: &Holder) -> Resu
 
 fn take(target: &ServerTarget, key: &str, holder: &Holder) -> Result<postgres::Client, Error> {
     let url = target.shown.as_str();
-    let mut client = super::connect(&target.config, url)?;
+    let mut config = target.config.clone();
+    // The server notices a holder whose machine vanished (no FIN, no RST) only through TCP
+    // keepalives: a minute here, not the system's two hours. And an idle-session timeout set by
+    // the administrator must not end the session that holds the lock.
+    let options = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
+    config.options(&format!(
+        "{options}-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3 -c idle_session_timeout=0"
+    ));
+    config.keepalives(true).keepalives_idle(std::time::Duration::from_secs(30));
+    let mut client = super::connect(&config, url)?;
     let taken: bool =
         client.query_one("SELECT pg_try_advisory_lock($1)", &[&lock_id(key)]).map_err(|e| pg(url, e))?.get(0);
     if !taken {
