@@ -329,3 +329,23 @@ fn a_newer_schema_and_a_wrong_key_are_refused() {
     );
     assert_eq!(team.psql("SELECT count(*) FROM runbook.events"), before, "nothing was written");
 }
+
+/// `bench engine --journal postgres://…`: the engine's figures on the server, against a bare
+/// commit there; its databases and the keys kept for them are gone afterwards.
+#[test]
+fn the_engine_benchmark_runs_on_a_server_and_leaves_nothing_behind() {
+    let env = TestEnv::new();
+    let team = Team::start(&env);
+    let state = env.path().join("state-bench");
+    let out = team.runbook(&env, &state, &["bench", "engine", "--steps", "30", "--dir", "bench", "--output", "json"]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    let result = out.last_json();
+    for key in ["bare_commits_ms", "chain_ratio", "fanout_ratio", "resume_over_read", "verify_events_ms"] {
+        assert!(result[key].as_f64().is_some_and(|v| v.is_finite() && v > 0.0), "{key}: {result:#}");
+    }
+    assert!(result["events"].as_i64().is_some_and(|n| n > 30), "{result:#}");
+    let left = team.psql("SELECT count(*) FROM pg_database WHERE datname LIKE 'runbook_bench_%'");
+    assert_eq!(left, "0", "the benchmark's databases are dropped");
+    let keys = std::fs::read_dir(state.join("journals")).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(keys, 0, "the benchmark's keys are removed");
+}

@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use postgres::Client;
+use postgres::{Client, Statement};
 use runbook_clock::Clock;
 
-use super::{ServerTarget, end_problems, pg, reads, tampered, witness_seq};
-use crate::anchor::{self, Tail};
+use super::{ServerTarget, end_problems, pg, tampered, witness_seq};
+use crate::anchor::{self, Anchor, Tail};
 use crate::error::Error;
 use crate::head;
 use crate::keys::Keys;
@@ -20,16 +20,16 @@ pub(crate) fn spawn(target: ServerTarget, keys: Arc<Keys>, clock: Clock) -> Resu
     let shown = std::path::PathBuf::from(&target.shown);
     // Connected on the writer's own thread, at its first commit (the blocking client must not
     // be made inside another runtime), and again after a connection is lost.
-    let mut client: Option<Client> = None;
+    let mut session: Option<Session> = None;
     JournalWriter::spawn_committer(&shown, move |jobs| {
         let fail_all = |e: Error| jobs.iter().map(|_| Err(e.duplicate())).collect();
-        if client.as_ref().is_none_or(Client::is_closed) {
-            match super::connect(&target.config, &target.shown) {
-                Ok(connected) => client = Some(connected),
+        if session.as_ref().is_none_or(|s| s.client.is_closed()) {
+            match Session::connect(&target) {
+                Ok(connected) => session = Some(connected),
                 Err(e) => return fail_all(e),
             }
         }
-        let connected = client.as_mut().expect("connected above");
+        let connected = session.as_mut().expect("connected above");
         match commit_batch(connected, &target, &keys, &clock, jobs) {
             Ok(outcomes) => outcomes,
             Err(e) => fail_all(e),
@@ -37,8 +37,50 @@ pub(crate) fn spawn(target: ServerTarget, keys: Arc<Keys>, clock: Clock) -> Resu
     })
 }
 
+/// The writer's connection and its statements, prepared once: a statement given as text is
+/// parsed by the server on every call, a round trip each.
+struct Session {
+    client: Client,
+    statements: Statements,
+}
+
+struct Statements {
+    anchor_for_update: Statement,
+    tail: Statement,
+    hash_at: Statement,
+    insert_run: Statement,
+    insert_event: Statement,
+    move_anchor: Statement,
+}
+
+impl Session {
+    fn connect(target: &ServerTarget) -> Result<Session, Error> {
+        let url = target.shown.as_str();
+        let mut client = super::connect(&target.config, url)?;
+        let mut prepare = |sql: &str| client.prepare(sql).map_err(|e| pg(url, e));
+        let statements = Statements {
+            anchor_for_update: prepare(
+                "SELECT key_check, seq, hash, mac, head_kept FROM runbook.anchor WHERE id = 1 FOR UPDATE",
+            )?,
+            tail: prepare("SELECT seq, hash FROM runbook.events ORDER BY seq DESC LIMIT 1")?,
+            hash_at: prepare("SELECT hash FROM runbook.events WHERE seq = $1")?,
+            insert_run: prepare(
+                "INSERT INTO runbook.runs (id, runbook, runbook_digest, created_at, vars, who)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )?,
+            insert_event: prepare(
+                "INSERT INTO runbook.events (seq, ts, run_id, kind, step, attempt, data, prev, hash)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )?,
+            move_anchor: prepare("UPDATE runbook.anchor SET seq = $1, hash = $2, mac = $3 WHERE id = 1 AND head_kept")?,
+        };
+        Ok(Session { client, statements })
+    }
+}
+
 struct ServerTx<'a, 'b> {
     tx: &'a mut postgres::Transaction<'b>,
+    statements: &'a Statements,
     url: &'a str,
 }
 
@@ -46,8 +88,7 @@ impl ChainTx for ServerTx<'_, '_> {
     fn insert_run(&mut self, record: &RunRecord, vars: &str, who: &str) -> Result<(), Error> {
         self.tx
             .execute(
-                "INSERT INTO runbook.runs (id, runbook, runbook_digest, created_at, vars, who)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &self.statements.insert_run,
                 &[&record.id, &record.runbook, &record.runbook_digest, &record.created_at, &vars, &who],
             )
             .map(|_| ())
@@ -57,8 +98,7 @@ impl ChainTx for ServerTx<'_, '_> {
     fn insert_event(&mut self, seq: i64, event: &UnsavedEvent<'_>, prev: &str, hash: &str) -> Result<(), Error> {
         self.tx
             .execute(
-                "INSERT INTO runbook.events (seq, ts, run_id, kind, step, attempt, data, prev, hash)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                &self.statements.insert_event,
                 &[&seq, &event.ts, &event.run_id, &event.kind, &event.step, &event.attempt, &event.data, &prev, &hash],
             )
             .map(|_| ())
@@ -67,26 +107,36 @@ impl ChainTx for ServerTx<'_, '_> {
 }
 
 fn commit_batch(
-    client: &mut Client,
+    session: &mut Session,
     target: &ServerTarget,
     keys: &Keys,
     clock: &Clock,
     jobs: &[Job],
 ) -> Result<Vec<Outcome>, Error> {
     let url = target.shown.as_str();
+    let statements = &session.statements;
     // The witness before the snapshot (`head.rs` on ordering).
     let found = head::read(&target.files, keys)?;
-    let mut tx = client.transaction().map_err(|e| pg(url, e))?;
+    let mut tx = session.client.transaction().map_err(|e| pg(url, e))?;
     // Taken first: every other appender waits here until this transaction ends, so the end read
-    // next is the end this batch extends.
-    let anchor_row = reads::anchor(&mut tx, url, true)?;
-    let mut tail = reads::tail(&mut tx, url)?;
+    // next (a statement of its own, so a snapshot taken after the wait) is the end this batch
+    // extends.
+    let anchor_row = tx.query_opt(&statements.anchor_for_update, &[]).map_err(|e| pg(url, e))?.map(|row| Anchor {
+        key_check: row.get(0),
+        tail: Tail { last_seq: row.get(1), last_hash: row.get(2) },
+        mac: row.get(3),
+        head_kept: row.get(4),
+    });
+    let mut tail = match tx.query_opt(&statements.tail, &[]).map_err(|e| pg(url, e))? {
+        Some(row) => Tail { last_seq: row.get(0), last_hash: row.get(1) },
+        None => Tail { last_seq: 0, last_hash: String::new() },
+    };
     let mut hashes = std::collections::HashMap::new();
     if let Some(seq) = witness_seq(&found)
         && seq != tail.last_seq
-        && let Some(hash) = reads::hash_at(&mut tx, url, seq)?
+        && let Some(row) = tx.query_opt(&statements.hash_at, &[&seq]).map_err(|e| pg(url, e))?
     {
-        hashes.insert(seq, hash);
+        hashes.insert(seq, row.get(0));
     }
     let end = super::End { tail: tail.clone(), anchor: anchor_row, hashes };
     let problems = end_problems(&target.files, keys, &found, &end);
@@ -96,26 +146,30 @@ fn commit_batch(
     let start = tail.last_seq;
     let path = std::path::Path::new(url);
     let mut outcomes = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        let before = tail.clone();
-        // Each job in a savepoint of its own, so one bad request fails alone.
-        let outcome = tx.savepoint("job").map_err(|e| pg(url, e)).and_then(|mut savepoint| {
-            let seqs = write_job_to(&mut ServerTx { tx: &mut savepoint, url }, keys, path, clock, &mut tail, job)?;
-            savepoint.commit().map_err(|e| pg(url, e))?;
-            Ok(seqs)
-        });
-        if outcome.is_err() {
-            tail = before;
+    if let [job] = jobs {
+        // A lone job needs no savepoint: if it fails, the whole transaction is its to roll back.
+        let seqs = write_job_to(&mut ServerTx { tx: &mut tx, statements, url }, keys, path, clock, &mut tail, job)?;
+        outcomes.push(Ok(seqs));
+    } else {
+        for job in jobs {
+            let before = tail.clone();
+            // Each job in a savepoint of its own, so one bad request fails alone.
+            let outcome = tx.savepoint("job").map_err(|e| pg(url, e)).and_then(|mut savepoint| {
+                let mut writing = ServerTx { tx: &mut savepoint, statements, url };
+                let seqs = write_job_to(&mut writing, keys, path, clock, &mut tail, job)?;
+                savepoint.commit().map_err(|e| pg(url, e))?;
+                Ok(seqs)
+            });
+            if outcome.is_err() {
+                tail = before;
+            }
+            outcomes.push(outcome);
         }
-        outcomes.push(outcome);
     }
     if tail.last_seq != start {
         let moved = anchor::naming(keys, &tail);
-        tx.execute(
-            "UPDATE runbook.anchor SET seq = $1, hash = $2, mac = $3 WHERE id = 1 AND head_kept",
-            &[&moved.tail.last_seq, &moved.tail.last_hash, &moved.mac],
-        )
-        .map_err(|e| pg(url, e))?;
+        tx.execute(&statements.move_anchor, &[&moved.tail.last_seq, &moved.tail.last_hash, &moved.mac])
+            .map_err(|e| pg(url, e))?;
     }
     tx.commit().map_err(|e| pg(url, e))?;
     publish(target, keys, start, &tail, &mut outcomes);

@@ -124,15 +124,26 @@ pub async fn engine(env: &Env, steps: usize, dir: Option<PathBuf>) -> CliResult 
     }
     let tmp = tempdir_in(dir.as_deref())?;
     let base = tmp.path();
-    let bare = runbook_journal::bare_commit_cost(&base.join("bare.db"), steps)?;
+    // With `--journal postgres://…`, the journals are databases of their own on that server.
+    let places = JournalPlaces::new(env, base)?;
+    let bare = match &places {
+        JournalPlaces::Files(base) => runbook_journal::bare_commit_cost(&base.join("bare.db"), steps)?,
+        JournalPlaces::Server { .. } => runbook_journal::server_bench::bare_server_commit_cost(&places.journal("bare")?, steps)?,
+    };
 
-    let journal = Arc::new(Journal::open(&base.join("chain.db"))?);
+    let journal = Arc::new(Journal::open(&places.journal("chain")?)?);
     let chain = run_once(env, &journal, &chain_runbook(steps), vec![("go".into(), "true".into())]).await?;
     drop(journal);
-    let resume = measure_resume(env, base, steps).await?;
+    let resume = measure_resume(env, base, &places.journal("resume")?, steps).await?;
 
-    let fan_journal = Arc::new(Journal::open(&base.join("fanout.db"))?);
+    let fan_journal = Arc::new(Journal::open(&places.journal("fanout")?)?);
     let fanout = run_once(env, &fan_journal, &fanout_runbook(steps), vec![]).await?;
+    drop(fan_journal);
+    let durability = match &places {
+        JournalPlaces::Files(_) => "durable journal (WAL, synchronous=FULL)".to_string(),
+        JournalPlaces::Server { admin, .. } => format!("journals on the server of `{}`", admin.display()),
+    };
+    places.clean_up();
 
     let per_commit = bare.as_secs_f64() / steps as f64;
     let ratio = |d: Duration| d.as_secs_f64() / steps as f64 / per_commit;
@@ -144,11 +155,12 @@ pub async fn engine(env: &Env, steps: usize, dir: Option<PathBuf>) -> CliResult 
     let mut text = String::new();
     writeln!(
         text,
-        "engine benchmark: {steps} no-op steps, durable journal (WAL, synchronous=FULL) in {}",
+        "engine benchmark: {steps} no-op steps, {durability} (work in {})",
         base.display()
     )
     .ok();
-    writeln!(text, "  bare SQLite commits:  {:>8.1} ms  ({:.1} µs per commit)", ms(bare), per_commit * 1e6).ok();
+    let store = if matches!(places, JournalPlaces::Files(_)) { "SQLite" } else { "server" };
+    writeln!(text, "  bare {store} commits:  {:>8.1} ms  ({:.1} µs per commit)", ms(bare), per_commit * 1e6).ok();
     writeln!(
         text,
         "  chain:                {:>8.1} ms  ({:.2}x a bare commit per step; goal ≤ 3x)",
@@ -206,10 +218,10 @@ struct ResumeFigures {
 /// `runbook run` of the chain stops at its last step (a gate on `go = false`); then the same
 /// `runbook resume` an operator types, with `--var go=true`, reuses every other step and runs
 /// that one. It is measured against a plain read of the events it found.
-async fn measure_resume(env: &Env, base: &Path, steps: usize) -> CliResult<ResumeFigures> {
+async fn measure_resume(env: &Env, base: &Path, journal: &Path, steps: usize) -> CliResult<ResumeFigures> {
     let runbook = base.join("resume.toml");
     std::fs::write(&runbook, chain_runbook(steps)).map_err(|e| CliError::Internal(e.into()))?;
-    let quiet = Env { workspace: env.with_journal(base.join("resume.db")), printer: env.printer.silent() };
+    let quiet = Env { workspace: env.with_journal(journal.to_path_buf()), printer: env.printer.silent() };
     let vars = VarArgs { vars_file: None, vars: vec!["go=false".into()] };
     let rerun = RerunArgs::default();
     let first = run::run(&quiet, &runbook.display().to_string(), &vars, Some(base.join("work")), false, &rerun).await?;
@@ -249,6 +261,53 @@ async fn measure_resume(env: &Env, base: &Path, steps: usize) -> CliResult<Resum
         )));
     }
     Ok(ResumeFigures { timings: resumed.timings, found, read, verify })
+}
+
+/// Where the benchmark's journals go: files in its work directory, or (with `--journal
+/// postgres://…`) databases of their own on that server, dropped afterwards with their keys.
+enum JournalPlaces {
+    Files(PathBuf),
+    Server { admin: PathBuf, made: std::cell::RefCell<Vec<(String, PathBuf)>> },
+}
+
+impl JournalPlaces {
+    fn new(env: &Env, base: &Path) -> CliResult<JournalPlaces> {
+        if runbook_journal::is_server_url(&env.journal_path) {
+            Ok(JournalPlaces::Server { admin: env.journal_path.clone(), made: Default::default() })
+        } else {
+            Ok(JournalPlaces::Files(base.to_path_buf()))
+        }
+    }
+
+    /// A new, empty journal's path or URL.
+    fn journal(&self, name: &str) -> CliResult<PathBuf> {
+        match self {
+            JournalPlaces::Files(base) => Ok(base.join(format!("{name}.db"))),
+            JournalPlaces::Server { admin, made } => {
+                let database = format!("runbook_bench_{}_{name}", std::process::id());
+                runbook_journal::server_bench::drop_database(admin, &database)?;
+                runbook_journal::server_bench::create_database(admin, &database)?;
+                let url = runbook_journal::server_bench::with_database(admin, &database);
+                made.borrow_mut().push((database, url.clone()));
+                Ok(url)
+            }
+        }
+    }
+
+    fn clean_up(&self) {
+        if let JournalPlaces::Server { admin, made } = self {
+            for (database, url) in made.borrow().iter() {
+                // The key this client kept for it goes with it.
+                if let Ok(journal) = Journal::open_existing(url) {
+                    let key = journal.key_path();
+                    drop(journal);
+                    let _ = std::fs::remove_file(&key);
+                    let _ = std::fs::remove_file(key.with_extension("head"));
+                }
+                let _ = runbook_journal::server_bench::drop_database(admin, database);
+            }
+        }
+    }
 }
 
 fn tempdir_in(dir: Option<&Path>) -> CliResult<tempfile::TempDir> {
