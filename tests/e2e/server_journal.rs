@@ -349,3 +349,28 @@ fn the_engine_benchmark_runs_on_a_server_and_leaves_nothing_behind() {
     let keys = std::fs::read_dir(state.join("journals")).map(|d| d.count()).unwrap_or(0);
     assert_eq!(keys, 0, "the benchmark's keys are removed");
 }
+
+/// A process stopped (as by `kill -9`) at each step of making a server journal leaves no journal
+/// or a whole one: the next run makes or uses it, and it verifies.
+#[test]
+fn a_creation_stopped_at_any_point_leaves_no_journal_or_a_whole_one() {
+    let env = TestEnv::new();
+    let team = Team::start(&env);
+    let runbook = two_steps(&env);
+    let runbook = runbook.to_str().unwrap();
+    for point in 1..=5 {
+        team.psql("DROP SCHEMA IF EXISTS runbook CASCADE");
+        let state = env.path().join(format!("state-{point}"));
+        let mut stopped = team.command(&env, &state, &["run", runbook]);
+        stopped.env("RUNBOOK_JOURNAL_CRASH_AT", point.to_string());
+        let stopped = Run::from(stopped.output().unwrap());
+        // Four points: the key's directory made, the key written, the tables made, committed.
+        assert_eq!(stopped.code != 0, point <= 4, "point {point}: {}", stopped.all());
+        let tables = team.psql("SELECT count(*) FROM pg_tables WHERE schemaname = 'runbook'");
+        assert!(tables == "0" || tables == "5", "point {point}: {tables} tables: {}", stopped.all());
+        let next = team.runbook(&env, &state, &["run", runbook]);
+        assert_eq!(next.code, 0, "point {point}: {}\n(stopped run: {})", next.all(), stopped.all());
+        let audit = team.runbook(&env, &state, &["audit", "--verify"]);
+        assert_eq!(audit.code, 0, "point {point}: {}", audit.all());
+    }
+}

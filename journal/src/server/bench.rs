@@ -53,7 +53,8 @@ pub fn bare_server_commit_cost(url: &Path, n: usize) -> Result<Duration, Error> 
         client
             .batch_execute("CREATE TABLE commits (id BIGINT PRIMARY KEY, ts TEXT NOT NULL, data TEXT NOT NULL)")
             .map_err(|e| pg(shown, e))?;
-        let insert = client.prepare("INSERT INTO commits (id, ts, data) VALUES ($1, $2, $3)").map_err(|e| pg(shown, e))?;
+        let insert =
+            client.prepare("INSERT INTO commits (id, ts, data) VALUES ($1, $2, $3)").map_err(|e| pg(shown, e))?;
         // Real time: the benchmark measures this machine and its server.
         let start = Instant::now();
         for i in 0..n {

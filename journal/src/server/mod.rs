@@ -160,12 +160,14 @@ fn new_or_existing_key(files: &Path) -> Result<Keys, Error> {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| Error::io(dir, e))?;
     }
     let master: [u8; keys::KEY_LEN] = rand::random();
+    crate::crash_point::reached();
     match runbook_files::write(&path, &master, runbook_files::PRIVATE, runbook_files::Existing::Keep) {
         // Another process of this client made it a moment ago: the same journal, one key.
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(Error::io(&path, e)),
     }
+    crate::crash_point::reached();
     Keys::load(files)
 }
 

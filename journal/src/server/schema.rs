@@ -92,6 +92,9 @@ pub(crate) fn create(client: &mut Client, url: &str, keys: &Keys) -> Result<(), 
         &[&first.key_check, &first.tail.last_seq, &first.tail.last_hash, &first.mac, &first.head_kept],
     )
     .map_err(|e| pg(url, e))?;
+    // Stopped here, the server rolls the whole creation back with the session.
+    crate::crash_point::reached();
     tx.commit().map_err(|e| pg(url, e))?;
+    crate::crash_point::reached();
     Ok(())
 }

@@ -128,7 +128,9 @@ pub async fn engine(env: &Env, steps: usize, dir: Option<PathBuf>) -> CliResult 
     let places = JournalPlaces::new(env, base)?;
     let bare = match &places {
         JournalPlaces::Files(base) => runbook_journal::bare_commit_cost(&base.join("bare.db"), steps)?,
-        JournalPlaces::Server { .. } => runbook_journal::server_bench::bare_server_commit_cost(&places.journal("bare")?, steps)?,
+        JournalPlaces::Server { .. } => {
+            runbook_journal::server_bench::bare_server_commit_cost(&places.journal("bare")?, steps)?
+        }
     };
 
     let journal = Arc::new(Journal::open(&places.journal("chain")?)?);
@@ -153,12 +155,7 @@ pub async fn engine(env: &Env, steps: usize, dir: Option<PathBuf>) -> CliResult 
     let (timings, read, verify) = (resume.timings, resume.read, resume.verify);
     let resume_over_read = timings.total.as_secs_f64() / read.as_secs_f64();
     let mut text = String::new();
-    writeln!(
-        text,
-        "engine benchmark: {steps} no-op steps, {durability} (work in {})",
-        base.display()
-    )
-    .ok();
+    writeln!(text, "engine benchmark: {steps} no-op steps, {durability} (work in {})", base.display()).ok();
     let store = if matches!(places, JournalPlaces::Files(_)) { "SQLite" } else { "server" };
     writeln!(text, "  bare {store} commits:  {:>8.1} ms  ({:.1} µs per commit)", ms(bare), per_commit * 1e6).ok();
     writeln!(
