@@ -374,3 +374,31 @@ fn a_creation_stopped_at_any_point_leaves_no_journal_or_a_whole_one() {
         assert_eq!(audit.code, 0, "point {point}: {}", audit.all());
     }
 }
+
+/// A row altered on the server is refused (exit 6) by every command that reads the journal.
+#[test]
+fn a_row_altered_on_the_server_is_refused_by_every_reading_command() {
+    let env = TestEnv::new();
+    let team = Team::start(&env);
+    let runbook = two_steps(&env);
+    let runbook = runbook.to_str().unwrap();
+    let alice = env.path().join("state-alice");
+    let ran = team.runbook(&env, &alice, &["run", runbook, "--output", "json"]);
+    assert_eq!(ran.code, 0, "{}", ran.all());
+    let run_id = ran.last_json()["run_id"].as_str().unwrap().to_string();
+    team.psql(
+        "ALTER TABLE runbook.events DISABLE TRIGGER events_append_only;
+         UPDATE runbook.events SET ts = '2020-01-01T00:00:00.000000Z' WHERE seq = 2;",
+    );
+    for args in [
+        vec!["status"],
+        vec!["outputs", &run_id],
+        vec!["timeline", &run_id],
+        vec!["audit", "--verify"],
+        vec!["plan", runbook],
+        vec!["run", runbook],
+    ] {
+        let out = team.runbook(&env, &alice, &args);
+        assert_eq!(out.code, 6, "{args:?}: {}", out.all());
+    }
+}
