@@ -36,7 +36,7 @@ pub use journal::Journal;
 pub use outcome::{Counts, RunStatus};
 pub use records::{Event, Holder, NewEvent, NewRun, RunRecord, VerifyProblem, VerifyReport};
 pub use schema::SCHEMA_VERSION;
-pub use server::bench as server_bench;
+pub use server::admin as server_admin;
 pub use server::{is_server_url, without_password};
 pub use setup::{ImportedHandoff, RunSetup, RunVars, RunbookOrigin};
 pub use verify::{StoredRow, VerifiedRow};

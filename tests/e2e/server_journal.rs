@@ -402,3 +402,26 @@ fn a_row_altered_on_the_server_is_refused_by_every_reading_command() {
         assert_eq!(out.code, 6, "{args:?}: {}", out.all());
     }
 }
+
+/// The whole procedure rehearsed with both people's journals on the server: the Azure
+/// administrator's in the database given, the HyperShift administrator's in one made beside it.
+#[test]
+fn a_rehearsal_of_every_phase_with_its_journals_on_a_server() {
+    let env = TestEnv::new();
+    let team = Team::start(&env);
+    let state = env.path().join("state");
+    let out = team.runbook(&env, &state, &["rehearse", "--output", "json", "--dir", "rehearsals"]);
+    assert_eq!(out.code, 0, "{}", out.all());
+    let result = out.last_json();
+    crate::rehearsal_checks::assert_every_runbook_succeeded(&result);
+    crate::rehearsal_checks::assert_nothing_left(&result);
+    let second = team.url().replace("/team?", "/team_hypershift_admin?");
+    for journal in [team.url(), second] {
+        let mut audit = team.command(&env, &state, &["audit", "--verify"]);
+        audit.args(["--journal", &journal]);
+        let audit = Run::from(audit.output().unwrap());
+        assert_eq!(audit.code, 0, "{journal}: {}", audit.all());
+    }
+    let runs = team.psql("SELECT count(*) FROM runbook.runs WHERE runbook = 'phase1-workload-identity'");
+    assert_eq!(runs, "1");
+}

@@ -4,7 +4,7 @@
 //! witness of the chain's head (the file journal's head record), so an administrator who
 //! deletes, alters or rolls back rows is caught by every client that saw them.
 
-pub mod bench;
+pub mod admin;
 mod lock;
 mod passfile;
 mod reader;

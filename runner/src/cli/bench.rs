@@ -129,7 +129,7 @@ pub async fn engine(env: &Env, steps: usize, dir: Option<PathBuf>) -> CliResult 
     let bare = match &places {
         JournalPlaces::Files(base) => runbook_journal::bare_commit_cost(&base.join("bare.db"), steps)?,
         JournalPlaces::Server { .. } => {
-            runbook_journal::server_bench::bare_server_commit_cost(&places.journal("bare")?, steps)?
+            runbook_journal::server_admin::bare_server_commit_cost(&places.journal("bare")?, steps)?
         }
     };
 
@@ -282,9 +282,9 @@ impl JournalPlaces {
             JournalPlaces::Files(base) => Ok(base.join(format!("{name}.db"))),
             JournalPlaces::Server { admin, made } => {
                 let database = format!("runbook_bench_{}_{name}", std::process::id());
-                runbook_journal::server_bench::drop_database(admin, &database)?;
-                runbook_journal::server_bench::create_database(admin, &database)?;
-                let url = runbook_journal::server_bench::with_database(admin, &database);
+                runbook_journal::server_admin::drop_database(admin, &database)?;
+                runbook_journal::server_admin::create_database(admin, &database)?;
+                let url = runbook_journal::server_admin::with_database(admin, &database);
                 made.borrow_mut().push((database, url.clone()));
                 Ok(url)
             }
@@ -301,7 +301,7 @@ impl JournalPlaces {
                     let _ = std::fs::remove_file(&key);
                     let _ = std::fs::remove_file(key.with_extension("head"));
                 }
-                let _ = runbook_journal::server_bench::drop_database(admin, database);
+                let _ = runbook_journal::server_admin::drop_database(admin, database);
             }
         }
     }

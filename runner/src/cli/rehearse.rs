@@ -117,10 +117,12 @@ impl Rehearsal {
         let workdir =
             std::path::absolute(base.join(crate::who::new_run_id())).map_err(|e| CliError::Internal(e.into()))?;
         let journal_path = match journal {
+            // A server's URL is not a path to make absolute.
+            Some(url) if runbook_journal::is_server_url(url) => url.to_path_buf(),
             Some(path) => std::path::absolute(path).map_err(|e| CliError::Internal(e.into()))?,
             None => workdir.join("journal.db"),
         };
-        if journal_path.exists() {
+        if journal_exists(&journal_path)? {
             return Err(CliError::user_hint(
                 format!("a rehearsal writes a new journal, and `{}` already exists", journal_path.display()),
                 "each rehearsal starts a fresh sandbox, so its runs cannot share a journal with others: give --journal a new path, or leave it out to get DIR/<id>/journal.db",
@@ -434,6 +436,10 @@ pub struct SecondPerson {
 /// pair; the Azure administrator exports Phase 1's checkpoints from the rehearsal's journal,
 /// signed with theirs and encrypted to the HyperShift administrator's, who imports the file
 /// into a journal and directory of their own, trusting the first key only.
+///
+/// The second person's journal is beside their directory, or, when the first person's journal is
+/// on a server, a database of its own on the same server (`<database>_hypershift_admin`, made if
+/// missing): a second person, a second journal, as the procedure splits the work.
 pub fn hand_off(rehearsal: &Rehearsal) -> CliResult<SecondPerson> {
     let first = persona_key(&rehearsal.workdir, "azure-admin")?;
     let second = persona_key(&rehearsal.workdir, "hypershift-admin")?;
@@ -451,7 +457,7 @@ pub fn hand_off(rehearsal: &Rehearsal) -> CliResult<SecondPerson> {
             no_secrets: false,
         },
     )?;
-    let second_journal = dir.join("journal.db");
+    let second_journal = second_journal(&rehearsal.env.journal_path, &dir)?;
     let (imported, _) = crate::handoff::import::import_file(
         &second_journal,
         &crate::handoff::import::ImportArgs {
@@ -912,6 +918,37 @@ pub async fn rehearse(
         rehearsal.sandbox.shutdown().await;
     }
     Ok(exit)
+}
+
+/// Whether a journal is already at `journal` (a file, or a server's database holding one).
+fn journal_exists(journal: &Path) -> CliResult<bool> {
+    if !runbook_journal::is_server_url(journal) {
+        return Ok(journal.exists());
+    }
+    match runbook_journal::Journal::open_existing(journal) {
+        Ok(_) => Ok(true),
+        Err(runbook_journal::Error::NotFound(_)) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn second_journal(first: &Path, dir: &Path) -> CliResult<PathBuf> {
+    if !runbook_journal::is_server_url(first) {
+        return Ok(dir.join("journal.db"));
+    }
+    use runbook_journal::server_admin;
+    let database = format!("{}_hypershift_admin", server_admin::database_of(first)?);
+    if !server_admin::database_exists(first, &database)? {
+        server_admin::create_database(first, &database)?;
+    }
+    let url = server_admin::with_database(first, &database);
+    if journal_exists(&url)? {
+        return Err(CliError::user_hint(
+            format!("the second person's journal `{}` already exists", url.display()),
+            "each rehearsal starts a fresh sandbox: drop that database, or give --journal another database",
+        ));
+    }
+    Ok(url)
 }
 
 #[cfg(test)]

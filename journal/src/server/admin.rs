@@ -1,5 +1,6 @@
-//! What the engine benchmark needs of a server: databases of its own, and the bare cost of a
-//! commit there (its baseline, as a bare SQLite commit is the file journal's).
+//! Databases of their own on a journal's server, for what needs fresh journals there (the engine
+//! benchmark, a rehearsal's second person), and the bare cost of a commit there (the engine
+//! benchmark's baseline, as a bare SQLite commit is the file journal's).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -38,6 +39,23 @@ fn on_thread<T: Send + 'static>(
 pub fn create_database(url: &Path, name: &str) -> Result<(), Error> {
     let sql = format!("CREATE DATABASE \"{}\"", name.replace('"', ""));
     on_thread(url, move |client, shown| client.batch_execute(&sql).map_err(|e| pg(shown, e)))
+}
+
+/// Whether database `name` exists on the server of `url`.
+pub fn database_exists(url: &Path, name: &str) -> Result<bool, Error> {
+    let name = name.to_string();
+    on_thread(url, move |client, shown| {
+        let row = client
+            .query_one("SELECT count(*) FROM pg_database WHERE datname = $1", &[&name])
+            .map_err(|e| pg(shown, e))?;
+        Ok(row.get::<_, i64>(0) > 0)
+    })
+}
+
+/// The database `url` names.
+pub fn database_of(url: &Path) -> Result<String, Error> {
+    let target = ServerTarget::parse(url)?;
+    Ok(target.config.get_dbname().unwrap_or_default().to_string())
 }
 
 /// Drops database `name` on the server of `url`, if it is there.
