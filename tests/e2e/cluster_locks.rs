@@ -144,6 +144,14 @@ fn a_killed_runner_frees_its_cluster_and_resume_goes_on() {
     let green_run = run_on(&env, "green");
     let status = env.run(&["status", &green_run]);
     assert!(status.stdout.contains("(running)"), "{}", status.all());
+    let audit = env.run(&["audit", "--format", "markdown"]);
+    let row = |run: &str| audit.stdout.lines().find(|l| l.starts_with(&format!("| {run} |"))).unwrap_or_default();
+    assert!(row(&blue_run).contains("| interrupted |"), "{}", audit.all());
+    assert!(row(&green_run).contains("| running |"), "{}", audit.all());
+    let timeline = env.run(&["timeline", &blue_run, &green_run]);
+    assert_eq!(timeline.code, 0, "{}", timeline.all());
+    assert!(timeline.stdout.contains(&format!("run {green_run} (clustered) running")), "{}", timeline.stdout);
+    assert!(timeline.stdout.contains(&format!("run {blue_run} (clustered) not finished")), "{}", timeline.stdout);
 
     // Without a run id, resume takes the latest run not running: blue's, not green's.
     release(&env, "blue");
