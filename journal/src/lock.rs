@@ -91,43 +91,22 @@ impl RunLock {
     pub(crate) fn acquire(files: &LockFiles, holder: &Holder, key: &LockKey) -> Result<RunLock, Error> {
         let whole = key.is_whole() || hard_linked(&files.database);
         let database = lock_database(files, whole)?;
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |e| Error::io(path, e)
-        };
-        let journal = open_for_record(&files.journal)?;
-        // fs4's `flock` is per open file description, so this also refuses a second lock taken
-        // by this same process through another handle.
-        let taken = if whole { FileExt::try_lock(&journal) } else { FileExt::try_lock_shared(&journal) };
-        match taken {
-            Ok(()) => {}
-            Err(fs4::TryLockError::WouldBlock) => return Err(refused(files, whole)),
-            Err(fs4::TryLockError::Error(e)) => return Err(io(&files.journal)(e)),
-        }
-        let (key_file, path) = if whole {
-            (None, files.journal.clone())
-        } else {
-            std::fs::create_dir_all(&files.keys).map_err(io(&files.keys))?;
-            let path = key_file(&files.keys, key);
-            let file = open_for_record(&path)?;
-            match FileExt::try_lock(&file) {
-                Ok(()) => {}
-                Err(fs4::TryLockError::WouldBlock) => {
-                    let record = read_record(&path);
-                    return Err(Error::Locked { holder: Box::new(record.holder), key: record.key });
-                }
-                Err(fs4::TryLockError::Error(e)) => return Err(io(&path)(e)),
+        match lock_files(files, holder, key, whole) {
+            Ok((journal, key_file, path)) => Ok(RunLock {
+                database: Some(database),
+                journal,
+                key_file,
+                path,
+                holder: holder.clone(),
+                key: key.clone(),
+            }),
+            Err(e) => {
+                // Never closed: closing it would drop SQLite's locks on the database.
+                let _ = FileExt::unlock(&database);
+                park(database);
+                Err(e)
             }
-            (Some(file), path)
-        };
-        let record = Record { holder: holder.clone(), key: key.clone() };
-        let json = serde_json::to_vec_pretty(&record).expect("a lock record always serializes");
-        let mut recorded = key_file.as_ref().unwrap_or(&journal);
-        recorded.set_len(0).map_err(io(&path))?;
-        recorded.seek(SeekFrom::Start(0)).map_err(io(&path))?;
-        recorded.write_all(&json).map_err(io(&path))?;
-        recorded.sync_data().map_err(io(&path))?;
-        Ok(RunLock { database: Some(database), journal, key_file, path, holder: holder.clone(), key: key.clone() })
+        }
     }
 
     pub fn holder(&self) -> &Holder {
@@ -143,6 +122,53 @@ impl RunLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Takes `<journal>.lock` (exclusive for the whole journal, else shared) and, for a key, its own
+/// file; writes the holder's record where it belongs. Returns both files and the record's path.
+fn lock_files(
+    files: &LockFiles,
+    holder: &Holder,
+    key: &LockKey,
+    whole: bool,
+) -> Result<(File, Option<File>, PathBuf), Error> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |e| Error::io(path, e)
+    };
+    let journal = open_for_record(&files.journal)?;
+    // fs4's `flock` is per open file description, so this also refuses a second lock taken by
+    // this same process through another handle.
+    let taken = if whole { FileExt::try_lock(&journal) } else { FileExt::try_lock_shared(&journal) };
+    match taken {
+        Ok(()) => {}
+        Err(fs4::TryLockError::WouldBlock) => return Err(refused(files, whole)),
+        Err(fs4::TryLockError::Error(e)) => return Err(io(&files.journal)(e)),
+    }
+    let (key_file, path) = if whole {
+        (None, files.journal.clone())
+    } else {
+        std::fs::create_dir_all(&files.keys).map_err(io(&files.keys))?;
+        let path = key_file(&files.keys, key);
+        let file = open_for_record(&path)?;
+        match FileExt::try_lock(&file) {
+            Ok(()) => {}
+            Err(fs4::TryLockError::WouldBlock) => {
+                let record = read_record(&path);
+                return Err(Error::Locked { holder: Box::new(record.holder), key: record.key });
+            }
+            Err(fs4::TryLockError::Error(e)) => return Err(io(&path)(e)),
+        }
+        (Some(file), path)
+    };
+    let record = Record { holder: holder.clone(), key: key.clone() };
+    let json = serde_json::to_vec_pretty(&record).expect("a lock record always serializes");
+    let mut recorded = key_file.as_ref().unwrap_or(&journal);
+    recorded.set_len(0).map_err(io(&path))?;
+    recorded.seek(SeekFrom::Start(0)).map_err(io(&path))?;
+    recorded.write_all(&json).map_err(io(&path))?;
+    recorded.sync_data().map_err(io(&path))?;
+    Ok((journal, key_file, path))
 }
 
 impl Drop for RunLock {
