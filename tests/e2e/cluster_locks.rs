@@ -91,6 +91,18 @@ fn two_clusters_run_at_once_on_one_chain_and_the_same_cluster_is_refused_naming_
     assert!(second.stderr.contains(&format!("pid {}", blue.id())), "names the pid: {}", second.stderr);
     assert!(second.stderr.contains("tester") && second.stderr.contains("testhost"), "{}", second.stderr);
     assert!(second.stderr.contains("/cluster=blue`"), "names the key: {}", second.stderr);
+    // The key is the cluster, not the runbook: another runbook on blue waits too.
+    let other = env.write(
+        "other.toml",
+        "[runbook]\nname = \"other\"\n[vars.name]\nrule = \"cluster_name\"\n[[steps]]\nid = \"a\"\nkind = \"exec\"\ninputs.argv = [\"true\"]\n",
+    );
+    let other = env.run(&["run", other.to_str().unwrap(), "--var", "name=blue"]);
+    assert_eq!(other.code, 2, "{}", other.all());
+    assert!(
+        other.stderr.contains(&format!("pid {}", blue.id())) && other.stderr.contains("/cluster=blue`"),
+        "{}",
+        other.stderr
+    );
     // The whole journal waits for every cluster.
     let whole = env.write(
         "whole.toml",
