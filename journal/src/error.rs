@@ -1,5 +1,6 @@
 use std::path::PathBuf;
 
+use crate::lock_key::LockKey;
 use crate::records::{Holder, VerifyProblem};
 
 fn summary(problems: &[VerifyProblem]) -> String {
@@ -24,11 +25,12 @@ pub enum Error {
     SchemaTooNew { path: PathBuf, found: i64, supported: i64 },
 
     #[error(
-        "journal is locked by pid {} ({}@{}, run `{}`, `{}`, since {})",
+        "journal is locked by pid {} ({}@{}, run `{}`, `{}`, since {}) holding `{key}`",
         holder.pid, holder.user, holder.host, holder.run_id, holder.command, holder.since
     )]
-    /// Boxed to keep `Result<_, Error>` small on the hot append path.
-    Locked { holder: Box<Holder> },
+    /// `key` is what the holder holds (`*`: the whole journal). The holder is boxed to keep
+    /// `Result<_, Error>` small on the hot append path.
+    Locked { holder: Box<Holder>, key: LockKey },
 
     #[error("failed to access journal `{}`", path.display())]
     Sqlite {
@@ -123,7 +125,7 @@ impl Error {
             Error::SchemaTooNew { path, found, supported } => {
                 Error::SchemaTooNew { path: path.clone(), found: *found, supported: *supported }
             }
-            Error::Locked { holder } => Error::Locked { holder: holder.clone() },
+            Error::Locked { holder, key } => Error::Locked { holder: holder.clone(), key: key.clone() },
             Error::Key(m) => Error::Key(m.clone()),
             Error::KeyMismatch { journal, key } => Error::KeyMismatch { journal: journal.clone(), key: key.clone() },
             Error::Tampered { path, problems } => Error::Tampered { path: path.clone(), problems: problems.clone() },

@@ -2,6 +2,7 @@
 //! advisory lock of the server's for a server journal. Released on drop, and when the holder dies.
 
 use crate::lock::RunLock as FileLock;
+use crate::lock_key::LockKey;
 use crate::records::Holder;
 use crate::server::ServerLock;
 
@@ -17,6 +18,14 @@ impl RunLock {
         match self {
             RunLock::File(lock) => lock.holder(),
             RunLock::Server(lock) => lock.holder(),
+        }
+    }
+
+    /// What it is held on.
+    pub fn key(&self) -> &LockKey {
+        match self {
+            RunLock::File(lock) => lock.key(),
+            RunLock::Server(lock) => lock.key(),
         }
     }
 }

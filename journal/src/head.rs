@@ -139,13 +139,21 @@ pub(crate) fn publish(journal: &Path, keys: &Keys, tail: &Tail) -> Result<(), Er
     use std::os::unix::fs::{FileExt, OpenOptionsExt};
     let path = head_path(journal);
     let bytes = encode(keys, tail)?;
-    let file = match std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW).open(&path) {
+    let file = match std::fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_NOFOLLOW).open(&path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return write(journal, keys, tail),
         Err(e) => return Err(Error::io(&path, e)),
     };
-    file.lock()
-        .and_then(|()| file.write_all_at(&bytes, 0))
+    file.lock().map_err(|e| Error::io(&path, e))?;
+    // Runs on two keys commit from two processes, and each moves the head after its own commit:
+    // the one that committed first may come second. The head only moves forward, so it never
+    // goes back to name less than the chain already had.
+    let mut current = vec![0; RECORD_LEN];
+    let read = file.read_at(&mut current, 0).map_err(|e| Error::io(&path, e))?;
+    if serde_json::from_slice::<Stored>(&current[..read]).is_ok_and(|stored| stored.seq >= tail.last_seq) {
+        return Ok(());
+    }
+    file.write_all_at(&bytes, 0)
         // A longer file (a record written before records were padded is shorter) keeps no tail.
         .and_then(|()| file.set_len(bytes.len() as u64))
         .map_err(|e| Error::io(&path, e))
@@ -233,6 +241,20 @@ mod tests {
         assert_eq!(mode, 0o600);
         let other = Keys::from_master(&[2; 32]);
         assert!(matches!(read(&journal, &other).unwrap(), Found::Invalid(m) if m.contains("does not match its MAC")));
+    }
+
+    #[test]
+    fn a_head_only_moves_forward() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("j.db");
+        let keys = Keys::from_master(&[1; 32]);
+        let newer = Tail { last_seq: 9, last_hash: "ab".repeat(32) };
+        write(&journal, &keys, &Tail { last_seq: 7, last_hash: "cd".repeat(32) }).unwrap();
+        publish(&journal, &keys, &newer).unwrap();
+        assert_eq!(read(&journal, &keys).unwrap(), Found::Names(newer.clone()));
+        // A commit of another process that came first publishes late: the head stays.
+        publish(&journal, &keys, &Tail { last_seq: 8, last_hash: "ef".repeat(32) }).unwrap();
+        assert_eq!(read(&journal, &keys).unwrap(), Found::Names(newer));
     }
 
     #[test]

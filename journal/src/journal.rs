@@ -14,7 +14,8 @@ use crate::error::Error;
 use crate::guard::RunLock;
 use crate::head;
 use crate::keys::{self, Keys};
-use crate::lock::RunLock as FileLock;
+use crate::lock::{LockFiles, RunLock as FileLock};
+use crate::lock_key::LockKey;
 use crate::records::{Holder, NewEvent, NewRun, VerifyProblem};
 use crate::schema;
 use crate::writer::JournalWriter;
@@ -169,18 +170,39 @@ impl Journal {
     }
 
     /// `<journal>.lock` next to the database's real path (symlinks resolved): the run lock
-    /// file, holding the current holder as JSON.
+    /// file, holding a whole-journal holder as JSON.
     pub fn lock_path(&self) -> PathBuf {
         crate::lock::lock_file_for(&self.path)
     }
 
-    /// Takes the run lock, or reports who holds it ([`Error::Locked`]): the database file
-    /// itself is locked, so a hard link to it is the same journal too. Released on drop, and by
-    /// the OS if this process dies.
-    pub fn lock(&self, holder: &Holder) -> Result<RunLock, Error> {
+    /// `<journal>.locks/` next to the database's real path: one file per key held, holding
+    /// its holder as JSON.
+    pub fn key_lock_dir(&self) -> PathBuf {
+        crate::lock::key_dir_for(&self.path)
+    }
+
+    fn lock_files(&self) -> LockFiles {
+        LockFiles { database: self.path.clone(), journal: self.lock_path(), keys: self.key_lock_dir() }
+    }
+
+    /// Takes the run lock on `key` ([`LockKey::whole`] for the whole journal), or reports who
+    /// holds it ([`Error::Locked`]). Runs on different keys go on at once; the whole journal
+    /// excludes every key. Released on drop, and when this process dies: a file journal's by the
+    /// OS (the database file itself is locked too, so a hard link to it is the same journal), a
+    /// server journal's by the server, with the session that holds it.
+    pub fn lock(&self, holder: &Holder, key: &LockKey) -> Result<RunLock, Error> {
         match &self.store {
-            Store::File(_) => FileLock::acquire(&self.path, &self.lock_path(), holder).map(RunLock::File),
-            Store::Server { target, .. } => crate::server::lock(target, "*", holder).map(RunLock::Server),
+            Store::File(_) => FileLock::acquire(&self.lock_files(), holder, key).map(RunLock::File),
+            Store::Server { target, .. } => crate::server::lock(target, key, holder).map(RunLock::Server),
+        }
+    }
+
+    /// Who holds `key` now, with the key it holds (a whole-journal holder holds every key);
+    /// `None` when it is free, which is also the case once its holder died.
+    pub fn lock_holder(&self, key: &LockKey) -> Result<Option<(Holder, LockKey)>, Error> {
+        match &self.store {
+            Store::File(_) => crate::lock::holder_of(&self.lock_files(), key),
+            Store::Server { reader, .. } => crate::server::holder_of(reader, &self.path.display().to_string(), key),
         }
     }
 

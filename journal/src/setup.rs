@@ -27,6 +27,10 @@ pub struct RunSetup {
     /// The runbook's digest when an earlier invocation of this run used another version of it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runbook_changed_from: Option<String>,
+    /// The cluster the run acts on: the value of its runbook's variable with
+    /// `rule = "cluster_name"`. With the Azure, the key of the run lock; none: the whole journal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
 }
 
 /// Where a run's runbook was found.

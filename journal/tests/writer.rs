@@ -150,3 +150,34 @@ fn handles_can_be_shared_across_threads() {
     assert_send_sync::<runbook_journal::RunLock>();
     assert_send_sync::<Error>();
 }
+
+/// Two runs on two keys each have their own journal handle (in two processes, or here two write
+/// connections): their appends interleave on one chain, the anchor and the head keep up, and
+/// the journal verifies.
+#[test]
+fn appends_through_two_handles_at_once_keep_one_chain() {
+    let t = TestJournal::new();
+    let other = runbook_journal::Journal::open(&t.path()).unwrap();
+    t.journal.create_run(&new_run("blue", "phase3")).unwrap();
+    other.create_run(&new_run("green", "phase3")).unwrap();
+    let per_run = 150;
+    let append_all = |journal: &runbook_journal::Journal, run: &str| {
+        (0..per_run)
+            .flat_map(|i| journal.append(&[step_event(run, "step_succeeded", &format!("{run}-{i}"))]).unwrap())
+            .collect::<Vec<i64>>()
+    };
+    let (blue, green) = std::thread::scope(|s| {
+        let blue = s.spawn(|| append_all(&t.journal, "blue"));
+        let green = s.spawn(|| append_all(&other, "green"));
+        (blue.join().unwrap(), green.join().unwrap())
+    });
+    let mut all: Vec<i64> = blue.iter().chain(&green).copied().collect();
+    all.sort();
+    assert_eq!(all, (3..3 + 2 * per_run as i64).collect::<Vec<_>>(), "one total order, no seq twice");
+    let report = t.journal.verify().unwrap();
+    assert!(report.is_intact(), "{:?}", report.problems);
+    // The head names the chain's end whichever handle committed last.
+    assert_eq!(other.chain_head().unwrap().seq, 2 + 2 * per_run as i64);
+    let report = other.verify().unwrap();
+    assert!(report.is_intact(), "{:?}", report.problems);
+}

@@ -126,12 +126,18 @@ impl From<anyhow::Error> for CliError {
 impl From<runbook_journal::Error> for CliError {
     fn from(e: runbook_journal::Error) -> Self {
         match e {
-            runbook_journal::Error::Locked { holder } => CliError::user_hint(
+            runbook_journal::Error::Locked { holder, key } => CliError::user_hint(
                 format!(
-                    "the journal is in use by run {} ({}, pid {} on {}, by {} since {})",
-                    holder.run_id, holder.command, holder.pid, holder.host, holder.user, holder.since
+                    "the journal is in use by run {} ({}, pid {} on {}, by {} since {}) holding {}",
+                    holder.run_id,
+                    holder.command,
+                    holder.pid,
+                    holder.host,
+                    holder.user,
+                    holder.since,
+                    if key.is_whole() { "the whole journal (`*`)".to_string() } else { format!("`{key}`") }
                 ),
-                "wait for that run to finish, or use another --journal",
+                "wait for that run to finish, or use another --journal; runs on other clusters may go on at once",
             ),
             runbook_journal::Error::SchemaTooNew { path, found, supported } => CliError::user_hint(
                 format!(

@@ -7,6 +7,7 @@ mod azure_flags;
 mod azure_target;
 mod bench_engine;
 mod bench_phase3;
+mod cluster_locks;
 mod concurrency;
 mod crash_cleanup;
 mod crash_phase3;

@@ -107,3 +107,25 @@ fn marketplace_values_are_all_four_or_none_and_the_generation_is_checked_at_plan
     }
     assert_eq!(env.events().len(), before, "plan wrote to the journal");
 }
+
+/// In a journal shared by several clusters, Phase 3 for one cluster (`prefix`) reads Phase 1's
+/// values of that cluster only: another cluster's are refused and named.
+#[test]
+fn phase3_for_another_cluster_refuses_phase1s_values_of_this_one() {
+    let env = after_phase1();
+    let before = env.events().len();
+    let other = plan_as_rehearsal(&env, &["--var", "prefix=green"]);
+    assert_eq!(other.code, 2, "{}", other.all());
+    assert!(other.stderr.contains("`phase1.oidc_issuer_url`"), "{}", other.stderr);
+    assert!(
+        other.stderr.contains("only for another cluster (`rehearse` (run ")
+            && other.stderr.contains("this run acts on cluster `green`"),
+        "{}",
+        other.stderr
+    );
+    let same = plan_as_rehearsal(&env, &["--var", "prefix=rehearse"]);
+    assert_eq!(same.code, 0, "{}", same.all());
+    let invalid = plan_as_rehearsal(&env, &["--var", "prefix=Not_A_Cluster"]);
+    assert_eq!(invalid.code, 2, "an empty prefix is allowed, not any: {}", invalid.all());
+    assert_eq!(env.events().len(), before, "plan wrote to the journal");
+}

@@ -29,6 +29,16 @@ use crate::writer::JournalWriter;
 
 pub use lock::ServerLock;
 pub(crate) use lock::acquire as lock;
+
+/// Who holds `key` now (see `lock.rs`), asked on the reader's session.
+pub(crate) fn holder_of(
+    reader: &Reader,
+    url: &str,
+    key: &crate::lock_key::LockKey,
+) -> Result<Option<(crate::records::Holder, crate::lock_key::LockKey)>, Error> {
+    let (url, key) = (url.to_string(), key.clone());
+    reader.call(move |client| lock::holder_on(client, &url, &key))
+}
 pub(crate) use reader::Reader;
 pub(crate) use target::ServerTarget;
 pub use target::is_server_url;

@@ -10,7 +10,9 @@ use crate::cli::inspect::{pick_run, step_states};
 pub fn approve(env: &Env, run: &str, gate: &str, comment: Option<String>) -> CliResult {
     let journal = env.require_intact_journal()?;
     let record = pick_run(&journal, Some(run))?;
-    let _lock = journal.lock(&crate::who::holder(&record.id, &format!("approve {gate}")))?;
+    // The key of the run approved: a run on another cluster may go on meanwhile.
+    let key = crate::session::run_key::run_key(&record);
+    let _lock = journal.lock(&crate::who::holder(&record.id, &format!("approve {gate}")), &key)?;
     let (states, _) = step_states(&journal, &record.id)?;
     match states.get(gate).and_then(|s| s["state"].as_str()) {
         Some("awaiting_approval") => {}

@@ -367,7 +367,13 @@ fn write_summaries(
     )
     .ok();
     for (index, record) in runs {
-        let s = summarize(&journals[*index].1.events_for_run(&record.id)?);
+        let journal = &journals[*index].1;
+        let s = summarize(&journal.events_for_run(&record.id)?);
+        let result = match &s.result {
+            Some(result) => result.as_str(),
+            None if record.is_import() => "imported",
+            None => crate::session::run_key::unfinished_state(journal, record)?,
+        };
         let did = format!(
             "created {}, changed {} ({} step(s) acted, {} reused, {} failed)",
             s.created, s.changed, s.acted, s.reused, s.failed
@@ -382,7 +388,7 @@ fn write_summaries(
             who_text(&record.who),
             record.created_at,
             humantime::format_duration(std::time::Duration::from_millis(s.duration_ms)),
-            s.result.as_deref().unwrap_or("running or interrupted"),
+            result,
             did,
             s.retries,
             s.approvals.join("; "),

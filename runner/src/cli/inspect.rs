@@ -109,7 +109,7 @@ pub fn status(env: &Env, run: Option<&str>) -> CliResult {
     let run_state = match &finished {
         Some(data) => data["status"].as_str().unwrap_or("unknown").to_string(),
         None if record.is_import() => "imported".into(),
-        None => "running or interrupted".into(),
+        None => crate::session::run_key::unfinished_state(&journal, &record)?.into(),
     };
     let mut text = String::new();
     writeln!(

@@ -25,7 +25,8 @@ pub fn copy(env: &Env, from: &Path, to: &Path) -> CliResult {
         std::fs::create_dir_all(dir).map_err(|e| CliError::user(format!("cannot create `{}`: {e}", dir.display())))?;
     }
     // Nothing is appended to the source while it is read.
-    let _lock = source.lock(&crate::who::holder("-", &format!("journal copy to {}", to.display())))?;
+    let holder = crate::who::holder("-", &format!("journal copy to {}", to.display()));
+    let _lock = source.lock(&holder, &runbook_journal::LockKey::whole())?;
     let report = source.copy_to(to)?;
     let copy = Journal::open_existing(to)?;
     env.print(

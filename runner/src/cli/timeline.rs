@@ -47,7 +47,17 @@ pub fn timeline(
         with_events.push((record, events));
     }
     with_events.sort_by(|a, b| a.0.created_at.cmp(&b.0.created_at));
-    let timeline = Timeline::from_runs(&with_events);
+    let mut running = std::collections::HashSet::new();
+    for (record, events) in &with_events {
+        let finished = events.iter().any(|e| matches!(e.data, runbook_journal::EventData::RunFinished(_)));
+        let journal = journals.iter().find_map(|(_, j)| j.run(&record.id).ok().flatten().map(|_| j));
+        if let Some(journal) = journal.filter(|_| !finished)
+            && crate::session::run_key::is_running(journal, record)?
+        {
+            running.insert(record.id.clone());
+        }
+    }
+    let timeline = Timeline::from_runs(&with_events, &running);
     let rendered = match format {
         TimelineFormat::Html => html_page(&timeline),
         TimelineFormat::Chrome => {

@@ -108,7 +108,8 @@ impl Subject {
                 runbook.file.vars.iter().filter_map(|(n, s)| Some((n.clone(), s.default.clone()?))).collect();
             VarValues { values: defaults, ..VarValues::default() }
         });
-        let required = match journal.map(|j| plan::load_required(j, runbook, target)) {
+        let cluster = crate::session::run_key::cluster_named(runbook, &values);
+        let required = match journal.map(|j| plan::load_required(j, runbook, target, cluster.as_deref())) {
             _ if runbook.file.requires.is_empty() => plan::RequiredValues::new(),
             Some(Ok(Ok(found))) => found,
             Some(Ok(Err(missing))) => {

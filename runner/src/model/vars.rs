@@ -314,7 +314,10 @@ pub fn check_value(name: &str, spec: &VarSpec, value: &Value, check_paths: bool)
     {
         return Err(format!("`{name}` must be one of {}", Value::Array(allowed.clone())));
     }
-    if let (Some(rule), Some(text)) = (spec.rule, value.as_str()) {
+    // A name whose default is empty may be left empty: it then names nothing (Phase 3's `prefix`
+    // left empty names no cluster, and the run takes the journal's latest Phase 1).
+    let optional_name = spec.default.as_ref().and_then(Value::as_str) == Some("") && value.as_str() == Some("");
+    if let (Some(rule), Some(text), false) = (spec.rule, value.as_str(), optional_name) {
         check_rule(rule, text).map_err(|why| format!("`{name}` = \"{}\": {why}", shown(spec, text)))?;
     }
     if spec.ty == VarType::Path && check_paths {

@@ -38,6 +38,20 @@ fn run_target(record: &RunRecord) -> Option<AzureTarget> {
     serde_json::from_value(record.setup()?.azure).ok()
 }
 
+/// The cluster a run journaled (`None`: it named none).
+fn run_cluster(record: &RunRecord) -> Option<String> {
+    record.setup()?.cluster
+}
+
+/// Whether `record` stands for a run on `cluster`: any run when no cluster is asked, and a run
+/// that named none stands for every cluster.
+fn on_cluster(record: &RunRecord, cluster: Option<&str>) -> bool {
+    match (cluster, run_cluster(record)) {
+        (Some(asked), Some(named)) => asked == named,
+        _ => true,
+    }
+}
+
 /// The Azure an exported run acted on, as its hand-off names it (`azure` beside its run id).
 fn exported_target(run: &Value) -> Option<AzureTarget> {
     serde_json::from_value(run.get("azure")?.clone()).ok()
@@ -78,9 +92,20 @@ impl History {
         self.runs.last()
     }
 
-    /// The runs of `runbook`, with the Azure each acted on.
-    fn runs_of(&self, runbook: &str) -> HashMap<&str, Option<AzureTarget>> {
-        self.runs.iter().filter(|r| r.runbook == runbook).map(|r| (r.id.as_str(), run_target(r))).collect()
+    /// Every run, in creation order.
+    pub fn runs(&self) -> &[RunRecord] {
+        &self.runs
+    }
+
+    /// The runs of `runbook` on `cluster`, with the Azure each acted on. A run that named no
+    /// cluster (a runbook without one, a build before clusters were journaled, the import of
+    /// a hand-off) stands for any; no `cluster` takes every run.
+    fn runs_of(&self, runbook: &str, cluster: Option<&str>) -> HashMap<&str, Option<AzureTarget>> {
+        self.runs
+            .iter()
+            .filter(|r| r.runbook == runbook && on_cluster(r, cluster))
+            .map(|r| (r.id.as_str(), run_target(r)))
+            .collect()
     }
 
     /// What earlier attempts of `runbook` left: which instances are done (with which inputs and
@@ -93,7 +118,21 @@ impl History {
         current_run: Option<&str>,
         only_run: bool,
     ) -> anyhow::Result<Prior> {
-        let runs = self.runs_of(runbook);
+        self.prior_on(journal, runbook, None, current_run, only_run)
+    }
+
+    /// [`History::prior`] of the runs of `runbook` on `cluster` (see [`History::runs_of`]): a
+    /// run on one cluster neither reuses nor stumbles on what runs on another did or left
+    /// interrupted (one may be running at this very moment).
+    pub fn prior_on(
+        &self,
+        journal: &Journal,
+        runbook: &str,
+        cluster: Option<&str>,
+        current_run: Option<&str>,
+        only_run: bool,
+    ) -> anyhow::Result<Prior> {
+        let runs = self.runs_of(runbook, cluster);
         let mut prior = Prior::default();
         let mut pending: HashMap<(&str, &str, u32), Attempt> = HashMap::new();
         for row in &self.rows {
@@ -257,19 +296,21 @@ impl History {
     }
 
     /// Values `runbook` requires from earlier runbooks: the latest checkpoint outputs journaled
-    /// by each against the Azure this run acts on (`target`). Every missing one is reported,
-    /// with the runbook to run first.
+    /// by each against the Azure this run acts on (`target`), and by runs on the same cluster
+    /// when this run names one (`cluster`). Every missing one is reported, with the runbook to
+    /// run first.
     pub fn required(
         &self,
         journal: &Journal,
         runbook: &Runbook,
         target: &AzureTarget,
+        cluster: Option<&str>,
     ) -> anyhow::Result<Result<(RequiredValues, RequiredFiles), Vec<String>>> {
         let mut values = RequiredValues::new();
         let mut files = RequiredFiles::new();
         let mut missing = Vec::new();
         for (alias, requirement) in &runbook.file.requires {
-            let prior = self.prior(journal, &requirement.runbook, None, false)?.acting_on(target.clone());
+            let prior = self.prior_on(journal, &requirement.runbook, cluster, None, false)?.acting_on(target.clone());
             let mut checkpoints: Vec<&Done> = prior.done.values().filter(|d| d.published).collect();
             checkpoints.sort_by(|a, b| a.run_id.cmp(&b.run_id));
             let (here, elsewhere): (Vec<&Done>, Vec<&Done>) =
@@ -281,6 +322,14 @@ impl History {
                             files.insert((alias.clone(), output.clone()), sha.to_string());
                         }
                         values.insert((alias.clone(), output.clone()), value.clone());
+                    }
+                    None if let Some(others) = self.other_clusters(&requirement.runbook, cluster, output) => {
+                        missing.push(format!(
+                            "`{alias}.{output}`: runbook `{}` published it only for another cluster ({others}), and this run acts on cluster `{}`; run `{}` for this cluster first",
+                            requirement.runbook,
+                            cluster.unwrap_or_default(),
+                            requirement.runbook
+                        ))
                     }
                     None => match elsewhere.iter().rev().find(|d| d.outputs.contains_key(output)) {
                         Some(other) => missing.push(format!(
@@ -306,6 +355,31 @@ impl History {
             }
         }
         Ok(if missing.is_empty() { Ok((values, files)) } else { Err(missing) })
+    }
+
+    /// The clusters other than `cluster` on which runs of `runbook` published `output`, named
+    /// with a run of each (`` `a` (run r1) ``); None when there are none, or no cluster is asked.
+    fn other_clusters(&self, runbook: &str, cluster: Option<&str>, output: &str) -> Option<String> {
+        let cluster = cluster?;
+        let mut named: Vec<String> = Vec::new();
+        for row in self.rows.iter().filter(|r| matches!(r.kind.as_str(), STEP_FINISHED | STEP_SKIPPED)) {
+            let Some(record) = self.run(&row.run_id).filter(|r| r.runbook == runbook) else { continue };
+            let Some(other) = run_cluster(record).filter(|c| c != cluster) else { continue };
+            let published = match row.decode() {
+                Ok(EventData::StepFinished(f)) => {
+                    f.status == StepStatus::Succeeded
+                        && KindRole::publishes(&f.kind)
+                        && f.outputs.is_some_and(|o| o.contains_key(output))
+                }
+                Ok(EventData::StepSkipped(s)) => KindRole::publishes(&s.kind) && s.outputs.contains_key(output),
+                _ => false,
+            };
+            let text = format!("`{other}` (run {})", record.id);
+            if published && !named.contains(&text) {
+                named.push(text);
+            }
+        }
+        (!named.is_empty()).then(|| named.join(", "))
     }
 
     /// The values required from earlier runbooks that were sealed where they were journaled: a

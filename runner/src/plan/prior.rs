@@ -129,11 +129,13 @@ pub type RequiredValues = BTreeMap<(String, String), Value>;
 /// reuse decision that the content changed.
 pub type RequiredFiles = BTreeMap<(String, String), String>;
 
-/// Values `runbook` requires from earlier runbooks (see [`History::required`]).
+/// Values `runbook` requires from earlier runbooks, for a run on `cluster` (see
+/// [`History::required`]).
 pub fn load_required(
     journal: &Journal,
     runbook: &Runbook,
     target: &AzureTarget,
+    cluster: Option<&str>,
 ) -> anyhow::Result<Result<RequiredValues, Vec<String>>> {
-    Ok(History::read(journal)?.required(journal, runbook, target)?.map(|(values, _)| values))
+    Ok(History::read(journal)?.required(journal, runbook, target, cluster)?.map(|(values, _)| values))
 }

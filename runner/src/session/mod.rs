@@ -7,6 +7,7 @@
 mod predict;
 mod prepare;
 mod resume;
+pub(crate) mod run_key;
 mod setup;
 mod signals;
 mod start;

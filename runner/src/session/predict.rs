@@ -50,7 +50,10 @@ pub async fn predict(
     let prepared = prepare(runbook, inputs, known, "(planned)", &work_dir, &ws.azure.target())?;
     let preflight_warnings = preflight(&prepared, &work_dir).await?;
     let prior = match known {
-        Some((j, h)) if !fresh => h.prior(j, prepared.runbook.name(), None, false)?.acting_on(ws.azure.target()),
+        Some((j, h)) if !fresh => {
+            let cluster = crate::session::run_key::cluster_named(&prepared.runbook, &prepared.vars);
+            h.prior_on(j, prepared.runbook.name(), cluster.as_deref(), None, false)?.acting_on(ws.azure.target())
+        }
         _ => Prior::default(),
     };
     let steps = admit_dry(&prepared, &prior, journal.as_deref(), &rerun.set(), &work_dir);

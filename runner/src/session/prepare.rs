@@ -89,7 +89,8 @@ pub(crate) fn prepare(
                     .with_hint("run the earlier runbooks first with the same --journal, or import their hand-off"),
             ])
         })?;
-        match history.required(journal, &runbook, target)? {
+        let cluster = crate::session::run_key::cluster_named(&runbook, &values);
+        match history.required(journal, &runbook, target, cluster.as_deref())? {
             Ok(found) => found,
             Err(missing) => {
                 return Err(CliError::user_hint(

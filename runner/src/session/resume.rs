@@ -8,6 +8,7 @@ use crate::exit::{CliError, CliResult};
 use crate::model::vars::VarInputs;
 use crate::plan::History;
 use crate::session::prepare::{Rerun, check_interrupted, current_history, parse_overrides, prepare};
+use crate::session::run_key;
 use crate::session::setup::check_same_azure;
 use crate::session::start::{Decided, StartedRun};
 use crate::who;
@@ -59,7 +60,7 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
                 "`runbook status` shows the latest run; `runbook audit` lists them",
             )
         })?,
-        None => history.latest_run().ok_or_else(|| CliError::user("the journal has no runs to resume"))?,
+        None => latest_not_running(&journal, &history)?,
     }
     .clone();
     let read_history = started.elapsed();
@@ -85,9 +86,14 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
     let prepared = prepare(runbook, &inputs, Some((&journal, &history)), &record.id, &work_dir, &target)?;
     let prepared_at = started.elapsed();
 
-    let lock = journal.lock(&who::holder(&record.id, &format!("resume {}", prepared.runbook.name())))?;
+    let cluster = run_key::cluster_named(&prepared.runbook, &prepared.vars);
+    check_same_cluster(&record, cluster.as_deref())?;
+    let holder = who::holder(&record.id, &format!("resume {}", prepared.runbook.name()));
+    let lock = journal.lock(&holder, &run_key::run_key(&record))?;
     let history = current_history(&journal, Some(history))?;
-    let prior = history.prior(&journal, prepared.runbook.name(), Some(&record.id), fresh)?.acting_on(target.clone());
+    let prior = history
+        .prior_on(&journal, prepared.runbook.name(), cluster.as_deref(), Some(&record.id), fresh)?
+        .acting_on(target.clone());
     check_interrupted(&prepared, &prior, &request.rerun)?;
     let decided = Decided {
         prior,
@@ -120,4 +126,36 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
         setup,
     };
     Ok(Resumed { run, timings })
+}
+
+/// A run acts on the cluster it was started on: a resume whose values name another one would
+/// do half of it on each, under a lock on the first.
+fn check_same_cluster(record: &runbook_journal::RunRecord, now: Option<&str>) -> CliResult<()> {
+    let Some(started_on) = run_key::run_cluster(record) else { return Ok(()) };
+    if now == Some(started_on.as_str()) {
+        return Ok(());
+    }
+    Err(CliError::user_hint(
+        format!(
+            "run {} acts on cluster `{started_on}`, and this resume names {}",
+            record.id,
+            now.map_or("no cluster".to_string(), |c| format!("cluster `{c}`"))
+        ),
+        "resume it with the cluster it was started on, or start a new run (`runbook run`) for the other cluster",
+    ))
+}
+
+/// The run `resume` without a run id continues: the latest one that is not running now. Another
+/// operator's run on another cluster may be the journal's latest while it goes on; when every
+/// run is running, the latest is taken and its lock names who has it.
+fn latest_not_running<'h>(
+    journal: &runbook_journal::Journal,
+    history: &'h History,
+) -> CliResult<&'h runbook_journal::RunRecord> {
+    for record in history.runs().iter().rev() {
+        if !run_key::is_running(journal, record)? {
+            return Ok(record);
+        }
+    }
+    history.latest_run().ok_or_else(|| CliError::user("the journal has no runs to resume"))
 }

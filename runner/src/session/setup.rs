@@ -36,6 +36,7 @@ pub(crate) fn run_setup(
         fresh,
         azure: serde_json::to_value(target).unwrap_or_default(),
         runbook_changed_from: None,
+        cluster: crate::session::run_key::cluster_named(&prepared.runbook, &prepared.vars),
     }
 }
 

@@ -17,6 +17,7 @@ use crate::model::vars::VarInputs;
 use crate::plan::{History, Prior};
 use crate::report::Reporter;
 use crate::session::prepare::{Prepared, Rerun, check_interrupted, current_history, preflight, prepare};
+use crate::session::run_key::{cluster_named, lock_key};
 use crate::session::setup::{absolute, run_setup};
 use crate::session::signals::spawn_signal_handler;
 use crate::who;
@@ -87,11 +88,15 @@ impl<'w> PreparedRun<'w> {
             Some(journal) => journal,
             None => ws.open_journal()?,
         };
-        let lock = journal.lock(&who::holder(&run_id, &format!("run {}", prepared.runbook.name())))?;
-        let history = current_history(&journal, history)?;
         // Found once: it may read and decode a CA bundle.
         let target = ws.azure.target();
-        let prior = history.prior(&journal, prepared.runbook.name(), Some(&run_id), fresh)?.acting_on(target.clone());
+        let cluster = cluster_named(&prepared.runbook, &prepared.vars);
+        let key = lock_key(&target, cluster.as_deref());
+        let lock = journal.lock(&who::holder(&run_id, &format!("run {}", prepared.runbook.name())), &key)?;
+        let history = current_history(&journal, history)?;
+        let prior = history
+            .prior_on(&journal, prepared.runbook.name(), cluster.as_deref(), Some(&run_id), fresh)?
+            .acting_on(target.clone());
         check_interrupted(&prepared, &prior, &rerun)?;
         let required_secrets = history.required_secrets(&journal, &prepared.runbook)?;
         let writer = journal.writer()?;

@@ -23,6 +23,7 @@ h1 { font-size: 18px; margin: 0 0 8px; }
 .attempt.succeeded { background: #2da44e; }
 .attempt.failed, .attempt.timed_out, .attempt.gate_failed { background: #cf222e; }
 .attempt.cancelled, .attempt.interrupted { background: #8c959f; }
+.attempt.running { background: #54aeff; }
 .lane.critical .attempt { box-shadow: inset 0 0 0 2px #b3261e; }
 .retry-wait { background: repeating-linear-gradient(45deg, #fb8f44, #fb8f44 3px, #fff 3px, #fff 6px); }
 .key-wait { background: repeating-linear-gradient(45deg, #8250df, #8250df 3px, #fff 3px, #fff 6px); }

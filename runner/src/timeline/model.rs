@@ -1,6 +1,6 @@
 //! The timeline as data, built from journal events only: what ran when, and why it waited.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use jiff::Timestamp;
 use runbook_journal::{Event, EventData, RunRecord};
@@ -149,8 +149,10 @@ fn error_detail(error: &Option<serde_json::Value>) -> String {
 }
 
 impl Timeline {
-    /// Builds the timeline of `runs`, each with all of its events in journal order.
-    pub fn from_runs(runs: &[(RunRecord, Vec<Event>)]) -> Timeline {
+    /// Builds the timeline of `runs`, each with all of its events in journal order. `running`
+    /// names the unfinished runs still under way (their lock held): their open attempts are
+    /// running, the other unfinished runs' were interrupted.
+    pub fn from_runs(runs: &[(RunRecord, Vec<Event>)], running: &HashSet<String>) -> Timeline {
         let start = runs
             .iter()
             .flat_map(|(run, events)| {
@@ -250,14 +252,22 @@ impl Timeline {
                 }
             }
             // What is still open when the run's events end: an attempt that never finished was
-            // interrupted; an approval still waits.
+            // interrupted, unless its run is still under way; an approval still waits.
+            let under_way = info.status.is_none() && running.contains(&run.id);
+            if under_way {
+                info.status = Some("running".into());
+            }
             for i in 0..builder.lanes.len() {
                 if builder.lanes[i].run != run.id {
                     continue;
                 }
                 if let Some((began, attempt, _)) = builder.open[i].attempt.take() {
-                    let kind = SpanKind::Attempt { status: "interrupted".into() };
-                    builder.push(i, began, run_end, kind, Some(attempt), "no step_finished was journaled".into());
+                    let (status, detail) = match under_way {
+                        true => ("running", "no step_finished yet: its run is under way"),
+                        false => ("interrupted", "no step_finished was journaled"),
+                    };
+                    let kind = SpanKind::Attempt { status: status.into() };
+                    builder.push(i, began, run_end, kind, Some(attempt), detail.into());
                 }
                 if let Some((_, SpanKind::ApprovalWait, _)) = &builder.open[i].wait {
                     builder.close_wait(i, run_end);
@@ -370,7 +380,7 @@ mod tests {
                 EventData::CriticalPath(CriticalPath { duration_ms: 3000, steps: vec!["a".into(), "b".into()] }),
             ),
         ];
-        let timeline = Timeline::from_runs(&[(record(), events)]);
+        let timeline = Timeline::from_runs(&[(record(), events)], &HashSet::new());
         let kinds = |step: &str| -> Vec<(String, i64, i64)> {
             let lane = timeline.lanes.iter().find(|l| l.step == step).unwrap();
             lane.spans
@@ -390,7 +400,17 @@ mod tests {
     #[test]
     fn an_attempt_without_an_end_is_interrupted() {
         let events = vec![event(1, "2026-01-01T00:00:01Z", Some("a"), Some(1), started("2026-01-01T00:00:01Z"))];
-        let timeline = Timeline::from_runs(&[(record(), events)]);
+        let timeline = Timeline::from_runs(&[(record(), events)], &HashSet::new());
         assert_eq!(timeline.lanes[0].spans[0].kind, SpanKind::Attempt { status: "interrupted".into() });
+        assert_eq!(timeline.runs[0].status, None);
+    }
+
+    #[test]
+    fn an_attempt_without_an_end_in_a_run_under_way_is_running() {
+        let events = vec![event(1, "2026-01-01T00:00:01Z", Some("a"), Some(1), started("2026-01-01T00:00:01Z"))];
+        let running = HashSet::from([record().id]);
+        let timeline = Timeline::from_runs(&[(record(), events)], &running);
+        assert_eq!(timeline.lanes[0].spans[0].kind, SpanKind::Attempt { status: "running".into() });
+        assert_eq!(timeline.runs[0].status.as_deref(), Some("running"));
     }
 }

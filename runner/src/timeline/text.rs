@@ -9,6 +9,7 @@ const WIDTH: usize = 60;
 fn glyph(kind: &SpanKind) -> char {
     match kind {
         SpanKind::Attempt { status } if status == "succeeded" => '#',
+        SpanKind::Attempt { status } if status == "running" => '>',
         SpanKind::Attempt { .. } => 'x',
         SpanKind::RetryWait => 'r',
         SpanKind::KeyWait { .. } => 'k',
@@ -29,7 +30,7 @@ pub fn gantt(timeline: &Timeline) -> String {
     }
     writeln!(
         out,
-        "{seconds:.1}s across; # attempt, x failed attempt, r retry wait, k serialization wait, a approval wait, = reused; * critical path"
+        "{seconds:.1}s across; # attempt, x failed attempt, > running attempt, r retry wait, k serialization wait, a approval wait, = reused; * critical path"
     )
     .ok();
     let labels: Vec<String> = timeline.lanes.iter().map(|l| timeline.label(l)).collect();
