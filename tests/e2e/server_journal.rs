@@ -425,3 +425,100 @@ fn a_rehearsal_of_every_phase_with_its_journals_on_a_server() {
     let runs = team.psql("SELECT count(*) FROM runbook.runs WHERE runbook = 'phase1-workload-identity'");
     assert_eq!(runs, "1");
 }
+
+/// Two operators on two machines (users and hosts of their own) run two clusters at once on one
+/// server journal: both go on, their events interleave on one chain that verifies, `status` shows
+/// both running, and a third run on one of those clusters is refused naming its holder and key.
+#[test]
+fn two_operators_run_two_clusters_at_once_on_one_server_journal() {
+    let env = TestEnv::new();
+    let team = Team::start(&env);
+    let runbook = env.write(
+        "clustered.toml",
+        r#"
+[runbook]
+name = "clustered"
+[vars.cluster]
+rule = "cluster_name"
+[[steps]]
+id = "held"
+kind = "exec"
+timeout = "120s"
+inputs.argv = ["{stepper}", "append", "{dir}/log-${vars.cluster}", "started", "await", "{dir}/release-${vars.cluster}", "append", "{dir}/log-${vars.cluster}", "done"]
+[[steps]]
+id = "handoff"
+kind = "checkpoint"
+after = ["held"]
+inputs.values = { name = "${vars.cluster}" }
+"#,
+    );
+    let runbook = runbook.to_str().unwrap();
+    let (alice, bob) = (env.path().join("state-alice"), env.path().join("state-bob"));
+    // Alice makes the journal (and its key), and hands Bob the key.
+    std::fs::write(env.path().join("release-setup"), "").unwrap();
+    let made = team.runbook(&env, &alice, &["run", runbook, "--var", "cluster=setup"]);
+    assert_eq!(made.code, 0, "{}", made.all());
+    share_key(&alice, &bob);
+
+    let operator = |state: &Path, user: &str, cluster: &str| {
+        let mut command = team.command(&env, state, &["run", runbook, "--var", &format!("cluster={cluster}")]);
+        command.env("RUNBOOK_USER", user).env("RUNBOOK_HOST", format!("{user}-laptop"));
+        command.spawn().expect("runner starts")
+    };
+    let logged = |cluster: &str| std::fs::read_to_string(env.path().join(format!("log-{cluster}"))).unwrap_or_default();
+    let wait_started = |runner: &mut std::process::Child, cluster: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !logged(cluster).contains("started") {
+            assert!(runner.try_wait().unwrap().is_none(), "the run on {cluster} ended before its step");
+            assert!(std::time::Instant::now() < deadline, "the run on {cluster} never started");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let mut blue = operator(&alice, "alice", "blue");
+    wait_started(&mut blue, "blue");
+    let mut green = operator(&bob, "bob", "green");
+    wait_started(&mut green, "green");
+
+    for cluster in ["blue", "green"] {
+        let run = team.psql(&format!("SELECT id FROM runbook.runs WHERE vars::jsonb ->> 'cluster' = '{cluster}'"));
+        let status = team.runbook(&env, &bob, &["status", &run]);
+        assert!(status.stdout.contains(&format!("run {run} of clustered (running)")), "{}", status.all());
+    }
+    // The whole journal waits for every cluster, on a server as in a file.
+    let whole = env.write(
+        "whole.toml",
+        "[runbook]\nname = \"whole\"\n[[steps]]\nid = \"a\"\nkind = \"exec\"\ninputs.argv = [\"true\"]\n",
+    );
+    let whole = team.runbook(&env, &alice, &["run", whole.to_str().unwrap()]);
+    assert_eq!(whole.code, 2, "{}", whole.all());
+    assert!(whole.stderr.contains("in use by run") && whole.stderr.contains("/cluster="), "{}", whole.stderr);
+    let third = team.runbook(&env, &bob, &["run", runbook, "--var", "cluster=blue"]);
+    assert_eq!(third.code, 2, "{}", third.all());
+    assert!(third.stderr.contains("alice") && third.stderr.contains("alice-laptop"), "{}", third.all());
+    assert!(
+        third.stderr.contains(&format!("pid {}", blue.id())) && third.stderr.contains("cluster=blue"),
+        "{}",
+        third.all()
+    );
+
+    std::fs::write(env.path().join("release-green"), "").unwrap();
+    assert!(green.wait().unwrap().success());
+    std::fs::write(env.path().join("release-blue"), "").unwrap();
+    assert!(blue.wait().unwrap().success());
+
+    // One chain: green's run began and ended inside blue's, and the whole verifies.
+    let span = |cluster: &str| -> (i64, i64) {
+        let rows = team.psql(&format!(
+            "SELECT min(e.seq) || ' ' || max(e.seq) FROM runbook.events e JOIN runbook.runs r ON r.id = e.run_id
+             WHERE r.vars::jsonb ->> 'cluster' = '{cluster}'"
+        ));
+        let (a, b) = rows.split_once(' ').unwrap();
+        (a.parse().unwrap(), b.parse().unwrap())
+    };
+    let (blue_span, green_span) = (span("blue"), span("green"));
+    assert!(blue_span.0 < green_span.0 && green_span.1 < blue_span.1, "blue {blue_span:?}, green {green_span:?}");
+    for state in [&alice, &bob] {
+        let audit = team.runbook(&env, state, &["audit", "--verify"]);
+        assert_eq!(audit.code, 0, "{}", audit.all());
+    }
+}

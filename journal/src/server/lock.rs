@@ -150,7 +150,9 @@ pub(crate) fn holder_on(
         let row = client
             .query_opt("SELECT holder FROM runbook.holders WHERE key = $1", &[&key.as_str()])
             .map_err(|e| pg(url, e))?;
-        Ok(row.and_then(|row| serde_json::from_str::<Holder>(row.get::<_, &str>(0)).ok()).unwrap_or_else(unknown_holder))
+        Ok(row
+            .and_then(|row| serde_json::from_str::<Holder>(row.get::<_, &str>(0)).ok())
+            .unwrap_or_else(unknown_holder))
     };
     // Held exclusively: by a whole-journal holder.
     if held(client, lock_id(&whole), true)? {
