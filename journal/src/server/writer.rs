@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use postgres::{Client, Statement};
+use postgres::{Client, SimpleQueryMessage, Statement};
 use runbook_clock::Clock;
 
 use super::{ServerTarget, end_problems, pg, tampered, witness_seq};
@@ -45,12 +45,10 @@ struct Session {
 }
 
 struct Statements {
-    anchor_for_update: Statement,
     tail: Statement,
     hash_at: Statement,
     insert_run: Statement,
     insert_event: Statement,
-    move_anchor: Statement,
 }
 
 impl Session {
@@ -59,9 +57,6 @@ impl Session {
         let mut client = super::connect(&target.config, url)?;
         let mut prepare = |sql: &str| client.prepare(sql).map_err(|e| pg(url, e));
         let statements = Statements {
-            anchor_for_update: prepare(
-                "SELECT key_check, seq, hash, mac, head_kept FROM runbook.anchor WHERE id = 1 FOR UPDATE",
-            )?,
             tail: prepare("SELECT seq, hash FROM runbook.events ORDER BY seq DESC LIMIT 1")?,
             hash_at: prepare("SELECT hash FROM runbook.events WHERE seq = $1")?,
             insert_run: prepare(
@@ -72,21 +67,20 @@ impl Session {
                 "INSERT INTO runbook.events (seq, ts, run_id, kind, step, attempt, data, prev, hash)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             )?,
-            move_anchor: prepare("UPDATE runbook.anchor SET seq = $1, hash = $2, mac = $3 WHERE id = 1 AND head_kept")?,
         };
         Ok(Session { client, statements })
     }
 }
 
-struct ServerTx<'a, 'b> {
-    tx: &'a mut postgres::Transaction<'b>,
+struct ServerTx<'a> {
+    client: &'a mut Client,
     statements: &'a Statements,
     url: &'a str,
 }
 
-impl ChainTx for ServerTx<'_, '_> {
+impl ChainTx for ServerTx<'_> {
     fn insert_run(&mut self, record: &RunRecord, vars: &str, who: &str) -> Result<(), Error> {
-        self.tx
+        self.client
             .execute(
                 &self.statements.insert_run,
                 &[&record.id, &record.runbook, &record.runbook_digest, &record.created_at, &vars, &who],
@@ -96,7 +90,7 @@ impl ChainTx for ServerTx<'_, '_> {
     }
 
     fn insert_event(&mut self, seq: i64, event: &UnsavedEvent<'_>, prev: &str, hash: &str) -> Result<(), Error> {
-        self.tx
+        self.client
             .execute(
                 &self.statements.insert_event,
                 &[&seq, &event.ts, &event.run_id, &event.kind, &event.step, &event.attempt, &event.data, &prev, &hash],
@@ -104,6 +98,46 @@ impl ChainTx for ServerTx<'_, '_> {
             .map(|_| ())
             .map_err(|e| pg(self.url, e))
     }
+}
+
+/// The batch's transaction on the writer's session, driven by hand so that its first and last
+/// round trips carry two statements each (`BEGIN` with the anchor's lock, the anchor's move with
+/// `COMMIT`): a chain of steps pays a round trip per statement. Rolled back unless committed.
+struct Open<'a> {
+    client: &'a mut Client,
+    url: &'a str,
+    committed: bool,
+}
+
+impl Open<'_> {
+    fn statement(&mut self, sql: &str) -> Result<(), Error> {
+        self.client.batch_execute(sql).map_err(|e| pg(self.url, e))
+    }
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = self.client.batch_execute("ROLLBACK");
+        }
+    }
+}
+
+/// The anchor row as `BEGIN; SELECT … FOR UPDATE` returns it, in text.
+fn anchor_from_text(messages: &[SimpleQueryMessage], url: &str) -> Result<Option<Anchor>, Error> {
+    let unreadable = || Error::Server { url: url.to_string(), message: "the anchor row cannot be read".into() };
+    for message in messages {
+        if let SimpleQueryMessage::Row(row) = message {
+            let text = |i: usize| row.get(i).map(str::to_string).ok_or_else(unreadable);
+            return Ok(Some(Anchor {
+                key_check: text(0)?,
+                tail: Tail { last_seq: text(1)?.parse().map_err(|_| unreadable())?, last_hash: text(2)? },
+                mac: text(3)?,
+                head_kept: text(4)? == "t",
+            }));
+        }
+    }
+    Ok(None)
 }
 
 fn commit_batch(
@@ -117,24 +151,23 @@ fn commit_batch(
     let statements = &session.statements;
     // The witness before the snapshot (`head.rs` on ordering).
     let found = head::read(&target.files, keys)?;
-    let mut tx = session.client.transaction().map_err(|e| pg(url, e))?;
-    // Taken first: every other appender waits here until this transaction ends, so the end read
-    // next (a statement of its own, so a snapshot taken after the wait) is the end this batch
-    // extends.
-    let anchor_row = tx.query_opt(&statements.anchor_for_update, &[]).map_err(|e| pg(url, e))?.map(|row| Anchor {
-        key_check: row.get(0),
-        tail: Tail { last_seq: row.get(1), last_hash: row.get(2) },
-        mac: row.get(3),
-        head_kept: row.get(4),
-    });
-    let mut tail = match tx.query_opt(&statements.tail, &[]).map_err(|e| pg(url, e))? {
+    let mut open = Open { client: &mut session.client, url, committed: false };
+    // The anchor's lock is taken first: every other appender waits here until this transaction
+    // ends, so the end read next (a statement of its own, so a snapshot taken after the wait) is
+    // the end this batch extends.
+    let messages = open
+        .client
+        .simple_query("BEGIN; SELECT key_check, seq, hash, mac, head_kept FROM runbook.anchor WHERE id = 1 FOR UPDATE")
+        .map_err(|e| pg(url, e))?;
+    let anchor_row = anchor_from_text(&messages, url)?;
+    let mut tail = match open.client.query_opt(&statements.tail, &[]).map_err(|e| pg(url, e))? {
         Some(row) => Tail { last_seq: row.get(0), last_hash: row.get(1) },
         None => Tail { last_seq: 0, last_hash: String::new() },
     };
     let mut hashes = std::collections::HashMap::new();
     if let Some(seq) = witness_seq(&found)
         && seq != tail.last_seq
-        && let Some(row) = tx.query_opt(&statements.hash_at, &[&seq]).map_err(|e| pg(url, e))?
+        && let Some(row) = open.client.query_opt(&statements.hash_at, &[&seq]).map_err(|e| pg(url, e))?
     {
         hashes.insert(seq, row.get(0));
     }
@@ -148,30 +181,41 @@ fn commit_batch(
     let mut outcomes = Vec::with_capacity(jobs.len());
     if let [job] = jobs {
         // A lone job needs no savepoint: if it fails, the whole transaction is its to roll back.
-        let seqs = write_job_to(&mut ServerTx { tx: &mut tx, statements, url }, keys, path, clock, &mut tail, job)?;
+        let seqs =
+            write_job_to(&mut ServerTx { client: open.client, statements, url }, keys, path, clock, &mut tail, job)?;
         outcomes.push(Ok(seqs));
     } else {
         for job in jobs {
             let before = tail.clone();
             // Each job in a savepoint of its own, so one bad request fails alone.
-            let outcome = tx.savepoint("job").map_err(|e| pg(url, e)).and_then(|mut savepoint| {
-                let mut writing = ServerTx { tx: &mut savepoint, statements, url };
-                let seqs = write_job_to(&mut writing, keys, path, clock, &mut tail, job)?;
-                savepoint.commit().map_err(|e| pg(url, e))?;
-                Ok(seqs)
-            });
+            open.statement("SAVEPOINT job")?;
+            let mut writing = ServerTx { client: open.client, statements, url };
+            let outcome = write_job_to(&mut writing, keys, path, clock, &mut tail, job);
             if outcome.is_err() {
                 tail = before;
+                open.statement("ROLLBACK TO SAVEPOINT job")?;
             }
+            open.statement("RELEASE SAVEPOINT job")?;
             outcomes.push(outcome);
         }
     }
-    if tail.last_seq != start {
+    let finish = if tail.last_seq == start {
+        "COMMIT".to_string()
+    } else {
         let moved = anchor::naming(keys, &tail);
-        tx.execute(&statements.move_anchor, &[&moved.tail.last_seq, &moved.tail.last_hash, &moved.mac])
-            .map_err(|e| pg(url, e))?;
-    }
-    tx.commit().map_err(|e| pg(url, e))?;
+        // Written into the statement: a seq and two hex digests, checked to be nothing else.
+        let hex = |text: &str| text.bytes().all(|b| b.is_ascii_hexdigit());
+        if !hex(&moved.tail.last_hash) || !hex(&moved.mac) {
+            return Err(Error::Corrupt("the chain's end is not a hex digest".into()));
+        }
+        format!(
+            "UPDATE runbook.anchor SET seq = {}, hash = '{}', mac = '{}' WHERE id = 1 AND head_kept; COMMIT",
+            moved.tail.last_seq, moved.tail.last_hash, moved.mac
+        )
+    };
+    // Whatever COMMIT answers, the transaction is over: no ROLLBACK after it.
+    open.committed = true;
+    open.statement(&finish)?;
     publish(target, keys, start, &tail, &mut outcomes);
     Ok(outcomes)
 }
@@ -187,5 +231,68 @@ fn publish(target: &ServerTarget, keys: &Keys, start: i64, tail: &Tail, outcomes
                 *outcome = Err(e.duplicate());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{EventData, GateWaiting};
+    use crate::records::{NewEvent, NewRun};
+    use serde_json::json;
+
+    fn run(id: &str) -> NewRun {
+        NewRun { id: id.into(), runbook: "rb".into(), runbook_digest: "d".into(), vars: json!({}), who: json!({}) }
+    }
+
+    fn event(run_id: &str) -> NewEvent {
+        NewEvent::new(run_id, EventData::GateWaiting(GateWaiting { prompt: "k".into(), persona: None }))
+    }
+
+    /// The same batch as the file journal's test: a failing job fails alone, the chain goes on.
+    #[test]
+    fn a_failing_job_in_a_batch_leaves_the_others_and_the_chain_intact() {
+        let server = runbook_test_postgres::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+        let state = tempfile::tempdir().unwrap();
+        let url =
+            format!("postgres://{}@127.0.0.1:{}/postgres?sslmode=disable", runbook_test_postgres::USER, server.port());
+        let mut config: postgres::Config = url.parse().unwrap();
+        config.password(server.password());
+        let keys = Keys::from_master(&[3; 32]);
+        let target = ServerTarget { config, shown: url.clone(), files: state.path().join("j") };
+        let (target, keys) = std::thread::spawn(move || {
+            let mut client = super::super::connect(&target.config, &target.shown).unwrap();
+            super::super::schema::create(&mut client, &target.shown, &keys).unwrap();
+            let mut session = Session::connect(&target).unwrap();
+            let jobs = vec![
+                Job::CreateRun(run("r1")),
+                Job::Append(vec![event("r1"), event("missing-run")]),
+                Job::Append(vec![event("r1"), event("r1")]),
+                Job::CreateRun(run("r1")),
+                Job::Append(vec![event("r1")]),
+            ];
+            let outcomes = commit_batch(&mut session, &target, &keys, &Clock::system(), &jobs).unwrap();
+            let seqs: Vec<_> = outcomes.iter().map(|o| o.as_ref().ok().cloned()).collect();
+            assert_eq!(seqs, [Some(vec![1]), None, Some(vec![2, 3]), None, Some(vec![4])]);
+            let rows = session.client.query("SELECT seq, prev, hash FROM runbook.events ORDER BY seq", &[]).unwrap();
+            assert_eq!(rows.len(), 4);
+            assert_eq!(rows[0].get::<_, String>(1), "");
+            for pair in rows.windows(2) {
+                assert_eq!(pair[1].get::<_, String>(1), pair[0].get::<_, String>(2), "prev links to the previous hash");
+            }
+            let anchor: i64 = session.client.query_one("SELECT seq FROM runbook.anchor", &[]).unwrap().get(0);
+            assert_eq!(anchor, 4, "the anchor moved with the batch");
+            // A lone failing job rolls its whole transaction back: nothing written, the session usable.
+            let failed =
+                commit_batch(&mut session, &target, &keys, &Clock::system(), &[Job::Append(vec![event("nope")])]);
+            assert!(failed.is_err());
+            let after = commit_batch(&mut session, &target, &keys, &Clock::system(), &[Job::Append(vec![event("r1")])])
+                .unwrap();
+            assert_eq!(after[0].as_ref().unwrap(), &vec![5]);
+            (target, keys)
+        })
+        .join()
+        .unwrap();
+        drop((target, keys, server));
     }
 }
