@@ -522,3 +522,71 @@ inputs.values = { name = "${vars.cluster}" }
         assert_eq!(audit.code, 0, "{}", audit.all());
     }
 }
+
+/// One operator's Phase 3 is killed with SIGKILL mid-way on a served sandbox; another operator,
+/// in a second process with the journal's key, resumes it at once and completes it with nothing
+/// created twice (counted in the sandbox's request log).
+#[test]
+fn phase3_killed_on_one_machine_is_resumed_from_another_with_nothing_created_twice() {
+    let env = TestEnv::new();
+    let team = Team::start(&env);
+    let (alice, bob) = (env.path().join("state-alice"), env.path().join("state-bob"));
+    let envs = [("PGPASSFILE", team.passfile.as_os_str()), ("RUNBOOK_STATE_DIR", alice.as_os_str())];
+    let rehearsed = crate::support::Rehearsed::start_on(&env, 2, "0.05", Some(&team.url()), &envs);
+    assert!(rehearsed.journal.to_string_lossy().starts_with("postgres://"), "{}", rehearsed.journal.display());
+    share_key(&alice, &bob);
+    let before = rehearsed.sandbox.requests().len();
+    let vars = rehearsed.dir.join("phase3.vars.toml");
+    std::fs::write(&vars, format!("pull_secret = \"{}\"\n", rehearsed.dir.join("pull-secret.json").display())).unwrap();
+    let as_operator = |state: &Path, args: &[&str]| {
+        let mut command = rehearsed.command(&env, args);
+        command.env("PGPASSFILE", &team.passfile).env("RUNBOOK_STATE_DIR", state).env_remove("PGPASSWORD");
+        command
+    };
+    let second_db = team.url().replace("/team?", "/team_hypershift_admin?");
+    let finished_steps = || -> i64 {
+        let out = Command::new(team.server.bin().join("psql"))
+            .args(["-d", &second_db.replace("?sslmode=disable", ""), "-h", "127.0.0.1", "-tA", "-c"])
+            .arg("SELECT count(*) FROM runbook.events e JOIN runbook.runs r ON r.id = e.run_id WHERE r.runbook = 'phase3-hosted-cluster' AND e.kind = 'step_finished'")
+            .env("PGPASSWORD", team.server.password())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
+    };
+
+    let mut first = as_operator(&alice, &["run", "phase3-hosted-cluster", "--vars", vars.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while finished_steps() < 6 {
+        assert!(first.try_wait().unwrap().is_none(), "Phase 3 ended before the kill");
+        assert!(std::time::Instant::now() < deadline, "Phase 3 made no progress");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let resumed = Run::from(as_operator(&bob, &["resume", "--rerun-interrupted"]).output().unwrap());
+    assert_eq!(resumed.code, 0, "{}", resumed.all());
+    let requests: Vec<serde_json::Value> = rehearsed.sandbox.requests().split_off(before);
+    let created = |service: &str, part: &str| {
+        requests
+            .iter()
+            .filter(|r| {
+                r["service"] == service && r["status"] == 201 && r["path"].as_str().unwrap_or_default().contains(part)
+            })
+            .count()
+    };
+    assert_eq!(created("kube", "/hostedclusters"), 1);
+    assert_eq!(created("kube", "/nodepools"), 1);
+    let mut arm: std::collections::BTreeMap<String, usize> = Default::default();
+    for request in requests.iter().filter(|r| r["service"] == "arm" && r["status"] == 201) {
+        *arm.entry(request["path"].as_str().unwrap().to_ascii_lowercase()).or_default() += 1;
+    }
+    let twice: Vec<_> = arm.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "created twice: {twice:#?}");
+    let audit = Run::from(as_operator(&bob, &["audit", "--verify"]).output().unwrap());
+    assert_eq!(audit.code, 0, "{}", audit.all());
+}

@@ -344,13 +344,29 @@ pub struct Rehearsed {
 impl Rehearsed {
     /// With the reference latencies times `latency_scale`.
     pub fn start(env: &TestEnv, phase: u8, latency_scale: &str) -> Rehearsed {
+        Rehearsed::start_on(env, phase, latency_scale, None, &[])
+    }
+
+    /// [`Rehearsed::start`] with the rehearsal's journal at `journal` (a server's URL: the
+    /// second person's journal is then a database beside it) and `envs` set for the rehearsal.
+    pub fn start_on(
+        env: &TestEnv,
+        phase: u8,
+        latency_scale: &str,
+        journal: Option<&str>,
+        envs: &[(&str, &std::ffi::OsStr)],
+    ) -> Rehearsed {
         let log_path = env.path().join("rehearse.log");
         let log = std::fs::File::create(&log_path).expect("log file");
         let phase = phase.to_string();
         let args =
             ["rehearse", "--phase", &phase, "--serve", "--output", "json", "--dir", "rehearsals", "--latency-scale"];
-        let mut child =
-            env.command(&args).arg(latency_scale).stdout(Stdio::piped()).stderr(log).spawn().expect("rehearse starts");
+        let mut command = match journal {
+            Some(journal) => env.command_on(Path::new(journal), &args),
+            None => env.command(&args),
+        };
+        command.envs(envs.iter().copied());
+        let mut child = command.arg(latency_scale).stdout(Stdio::piped()).stderr(log).spawn().expect("rehearse starts");
         let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
         let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().expect("piped")));
         let (mut result, mut serving) = (None, None);
