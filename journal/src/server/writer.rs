@@ -45,7 +45,6 @@ struct Session {
 }
 
 struct Statements {
-    tail: Statement,
     hash_at: Statement,
     insert_run: Statement,
     insert_event: Statement,
@@ -57,7 +56,6 @@ impl Session {
         let mut client = super::connect(&target.config, url)?;
         let mut prepare = |sql: &str| client.prepare(sql).map_err(|e| pg(url, e));
         let statements = Statements {
-            tail: prepare("SELECT seq, hash FROM runbook.events ORDER BY seq DESC LIMIT 1")?,
             hash_at: prepare("SELECT hash FROM runbook.events WHERE seq = $1")?,
             insert_run: prepare(
                 "INSERT INTO runbook.runs (id, runbook, runbook_digest, created_at, vars, who)
@@ -123,21 +121,40 @@ impl Drop for Open<'_> {
     }
 }
 
-/// The anchor row as `BEGIN; SELECT … FOR UPDATE` returns it, in text.
-fn anchor_from_text(messages: &[SimpleQueryMessage], url: &str) -> Result<Option<Anchor>, Error> {
-    let unreadable = || Error::Server { url: url.to_string(), message: "the anchor row cannot be read".into() };
+/// What the batch's first round trip reads: the anchor's row under its lock, then the chain's
+/// end, each in text (the simple protocol, which carries several statements at once).
+const BEGIN: &str = "BEGIN;
+     SELECT key_check, seq, hash, mac, head_kept FROM runbook.anchor WHERE id = 1 FOR UPDATE;
+     SELECT seq, hash FROM runbook.events ORDER BY seq DESC LIMIT 1";
+
+/// The rows of `BEGIN`'s second and third statements: the anchor (if any) and the end.
+fn begun(messages: &[SimpleQueryMessage], url: &str) -> Result<(Option<Anchor>, Tail), Error> {
+    let unreadable = || Error::Server { url: url.to_string(), message: "the chain's end cannot be read".into() };
+    let mut statement = 0;
+    let (mut anchor, mut tail) = (None, Tail { last_seq: 0, last_hash: String::new() });
     for message in messages {
-        if let SimpleQueryMessage::Row(row) = message {
-            let text = |i: usize| row.get(i).map(str::to_string).ok_or_else(unreadable);
-            return Ok(Some(Anchor {
-                key_check: text(0)?,
-                tail: Tail { last_seq: text(1)?.parse().map_err(|_| unreadable())?, last_hash: text(2)? },
-                mac: text(3)?,
-                head_kept: text(4)? == "t",
-            }));
+        match message {
+            SimpleQueryMessage::CommandComplete(_) => statement += 1,
+            SimpleQueryMessage::Row(row) => {
+                let text = |i: usize| row.get(i).map(str::to_string).ok_or_else(unreadable);
+                let seq = |i: usize| text(i)?.parse::<i64>().map_err(|_| unreadable());
+                match statement {
+                    1 => {
+                        anchor = Some(Anchor {
+                            key_check: text(0)?,
+                            tail: Tail { last_seq: seq(1)?, last_hash: text(2)? },
+                            mac: text(3)?,
+                            head_kept: text(4)? == "t",
+                        })
+                    }
+                    2 => tail = Tail { last_seq: seq(0)?, last_hash: text(1)? },
+                    _ => return Err(unreadable()),
+                }
+            }
+            _ => {}
         }
     }
-    Ok(None)
+    Ok((anchor, tail))
 }
 
 fn commit_batch(
@@ -152,18 +169,11 @@ fn commit_batch(
     // The witness before the snapshot (`head.rs` on ordering).
     let found = head::read(&target.files, keys)?;
     let mut open = Open { client: &mut session.client, url, committed: false };
-    // The anchor's lock is taken first: every other appender waits here until this transaction
-    // ends, so the end read next (a statement of its own, so a snapshot taken after the wait) is
-    // the end this batch extends.
-    let messages = open
-        .client
-        .simple_query("BEGIN; SELECT key_check, seq, hash, mac, head_kept FROM runbook.anchor WHERE id = 1 FOR UPDATE")
-        .map_err(|e| pg(url, e))?;
-    let anchor_row = anchor_from_text(&messages, url)?;
-    let mut tail = match open.client.query_opt(&statements.tail, &[]).map_err(|e| pg(url, e))? {
-        Some(row) => Tail { last_seq: row.get(0), last_hash: row.get(1) },
-        None => Tail { last_seq: 0, last_hash: String::new() },
-    };
+    // The anchor's lock is taken first: every other appender waits there until this transaction
+    // ends. The end is read by the next statement, and in READ COMMITTED each statement of a
+    // query reads a snapshot taken when it starts, so after the wait: the end this batch extends.
+    let messages = open.client.simple_query(BEGIN).map_err(|e| pg(url, e))?;
+    let (anchor_row, mut tail) = begun(&messages, url)?;
     let mut hashes = std::collections::HashMap::new();
     if let Some(seq) = witness_seq(&found)
         && seq != tail.last_seq
