@@ -47,24 +47,35 @@ pub(crate) fn hash_at(client: &mut impl GenericClient, url: &str, seq: i64) -> R
     Ok(row.map(|row| row.get(0)))
 }
 
-/// The chain's end, its anchor and the hash of event `named` (the witness's), in one snapshot.
-pub(crate) fn end(client: &mut postgres::Client, url: &str, named: Option<i64>) -> Result<End, Error> {
-    let mut tx = client
+/// A read-only transaction whose statements all read one snapshot.
+pub(crate) fn snapshot<'c>(client: &'c mut postgres::Client, url: &str) -> Result<postgres::Transaction<'c>, Error> {
+    client
         .build_transaction()
         .isolation_level(postgres::IsolationLevel::RepeatableRead)
         .read_only(true)
         .start()
-        .map_err(|e| pg(url, e))?;
-    let tail = tail(&mut tx, url)?;
-    let anchor = anchor(&mut tx, url, false)?;
+        .map_err(|e| pg(url, e))
+}
+
+/// The chain's end, its anchor and the hash of event `named` (the witness's), read in `tx`.
+pub(crate) fn end_in(tx: &mut impl GenericClient, url: &str, named: Option<i64>) -> Result<End, Error> {
+    let tail = tail(tx, url)?;
+    let anchor = anchor(tx, url, false)?;
     let mut hashes = HashMap::new();
     if let Some(seq) = named
-        && let Some(hash) = hash_at(&mut tx, url, seq)?
+        && let Some(hash) = hash_at(tx, url, seq)?
     {
         hashes.insert(seq, hash);
     }
-    tx.commit().map_err(|e| pg(url, e))?;
     Ok(End { tail, anchor, hashes })
+}
+
+/// [`end_in`], in a snapshot of its own.
+pub(crate) fn end(client: &mut postgres::Client, url: &str, named: Option<i64>) -> Result<End, Error> {
+    let mut tx = snapshot(client, url)?;
+    let end = end_in(&mut tx, url, named)?;
+    tx.commit().map_err(|e| pg(url, e))?;
+    Ok(end)
 }
 
 pub(crate) fn event_from_row(row: &Row) -> Result<Event, String> {

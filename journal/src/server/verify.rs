@@ -67,12 +67,7 @@ pub(crate) fn scan(
 }
 
 fn read_snapshot(client: &mut postgres::Client, url: &str, named: Option<i64>) -> Result<Snapshot, Error> {
-    let mut tx = client
-        .build_transaction()
-        .isolation_level(postgres::IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .map_err(|e| pg(url, e))?;
+    let mut tx = reads::snapshot(client, url)?;
     let rows = tx
         .query(&format!("SELECT {} FROM runbook.events ORDER BY seq", reads::EVENT_COLUMNS), &[])
         .map_err(|e| pg(url, e))?;
@@ -91,18 +86,11 @@ fn read_snapshot(client: &mut postgres::Client, url: &str, named: Option<i64>) -
         })
         .collect();
     drop(rows);
-    let tail = reads::tail(&mut tx, url)?;
-    let anchor = reads::anchor(&mut tx, url, false)?;
-    let mut hashes = std::collections::HashMap::new();
-    if let Some(seq) = named
-        && let Some(hash) = reads::hash_at(&mut tx, url, seq)?
-    {
-        hashes.insert(seq, hash);
-    }
+    let end = reads::end_in(&mut tx, url, named)?;
     let rows = tx
         .query(&format!("SELECT {} FROM runbook.runs ORDER BY ord", reads::RUN_COLUMNS), &[])
         .map_err(|e| pg(url, e))?;
     let runs = rows.iter().map(|row| (row.get::<_, String>(0), reads::run_from_row(row))).collect();
     tx.commit().map_err(|e| pg(url, e))?;
-    Ok(Snapshot { events, end: End { tail, anchor, hashes }, runs })
+    Ok(Snapshot { events, end, runs })
 }
