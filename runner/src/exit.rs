@@ -158,6 +158,10 @@ impl From<runbook_journal::Error> for CliError {
                 message: e.to_string(),
                 hint: "restore the key file that was created with this journal; nothing was changed".into(),
             },
+            e @ runbook_journal::Error::Server { .. } => CliError::user_hint(
+                e.to_string(),
+                "check the URL (postgres://USER@HOST:PORT/DATABASE?sslmode=…), that the server answers, and the password in PGPASSFILE or ~/.pgpass",
+            ),
             e @ runbook_journal::Error::NotAFile { .. } => {
                 CliError::user_hint(e.to_string(), "point --journal (or RUNBOOK_JOURNAL) at a journal file, e.g. .runbook/journal.db")
             }

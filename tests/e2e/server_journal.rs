@@ -158,6 +158,16 @@ fn a_journal_on_a_server_runs_resumes_verifies_and_catches_a_rollback() {
     std::fs::copy(&key, carol.join("journals").join(key.file_name().unwrap())).unwrap();
     let unaware = team.runbook(&env, &carol, &["status"]);
     assert_eq!(unaware.code, 0, "{}", unaware.all());
+    // A server that does not answer is the user's to fix: exit 2, with the URL and a hint.
+    let nowhere = Run::from(
+        Command::new(runbook_bin())
+            .args(["--journal", "postgres://ops@127.0.0.1:9/team?sslmode=disable", "status"])
+            .env("RUNBOOK_STATE_DIR", &alice)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(nowhere.code, 2, "{}", nowhere.all());
+    assert!(nowhere.stderr.contains("127.0.0.1:9") && nowhere.stderr.contains("hint:"), "{}", nowhere.all());
     for operator in [&alice, &bob] {
         let refused = team.runbook(&env, operator, &["status"]);
         assert_eq!(refused.code, 6, "{}", refused.all());
@@ -172,7 +182,7 @@ fn a_journal_on_a_server_runs_resumes_verifies_and_catches_a_rollback() {
 fn a_password_in_the_url_is_refused_without_being_shown() {
     let env = TestEnv::new();
     let out = env.run_bare(&["--journal", "postgres://ops:hunter2@127.0.0.1:9/team", "status"]);
-    assert_ne!(out.code, 0, "{}", out.all());
+    assert_eq!(out.code, 2, "{}", out.all());
     assert!(!out.all().contains("hunter2"), "{}", out.all());
     assert!(
         out.stderr.contains("postgres://ops:***@127.0.0.1:9/team") && out.stderr.contains("PGPASSFILE"),
@@ -271,9 +281,12 @@ fn a_file_journal_copied_to_a_server_and_back_keeps_its_chain() {
     assert_eq!(log_lines(&env), 2, "the copy's history was reused");
     // A journal is never copied over another.
     let refused = team.runbook(&env, &alice, &["journal", "copy", file.to_str().unwrap(), &url]);
-    assert_ne!(refused.code, 0, "{}", refused.all());
+    assert_eq!(refused.code, 2, "{}", refused.all());
     assert!(refused.stderr.contains("already holds a journal"), "{}", refused.all());
 
+    let refused = team.runbook(&env, &alice, &["journal", "copy", &url, file.to_str().unwrap()]);
+    assert_eq!(refused.code, 2, "{}", refused.all());
+    assert!(refused.stderr.contains("already exists"), "{}", refused.all());
     let back = env.path().join("back/journal.db");
     let copied = team.runbook(&env, &alice, &["journal", "copy", &url, back.to_str().unwrap(), "--output", "json"]);
     assert_eq!(copied.code, 0, "{}", copied.all());

@@ -19,6 +19,12 @@ pub fn copy(env: &Env, from: &Path, to: &Path) -> CliResult {
         }
         Err(e) => return Err(e.into()),
     };
+    if !runbook_journal::is_server_url(to) && to.exists() {
+        return Err(CliError::user_hint(
+            format!("`{}` already exists", to.display()),
+            "a copy goes to a new journal: give a path that does not exist yet",
+        ));
+    }
     if !runbook_journal::is_server_url(to)
         && let Some(dir) = to.parent().filter(|d| !d.as_os_str().is_empty())
     {
