@@ -210,8 +210,7 @@ pub(crate) fn check_tail_against(anchor: Option<&Anchor>, keys: &Keys, tail: &Ta
 /// The anchor a new journal on a server starts with: no events, and a head (the client's
 /// witness) kept from the start.
 pub(crate) fn first(keys: &Keys) -> Anchor {
-    let tail = Tail { last_seq: 0, last_hash: String::new() };
-    Anchor { key_check: keys.key_check(), mac: tail.mac(keys, HEAD_KEPT_LABEL), tail, head_kept: true }
+    naming(keys, &Tail { last_seq: 0, last_hash: String::new() })
 }
 
 /// The anchor that names `tail` as the chain's end.

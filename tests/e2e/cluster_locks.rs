@@ -13,7 +13,7 @@ use crate::support::TestEnv;
 
 /// A runbook on the cluster `cluster`: its step logs `started` in `log-<cluster>`, waits until
 /// `release-<cluster>` exists, logs `done`; then a checkpoint publishes the cluster's name.
-fn clustered_runbook(env: &TestEnv) -> String {
+pub(crate) fn clustered_runbook(env: &TestEnv) -> String {
     env.write(
         "clustered.toml",
         r#"

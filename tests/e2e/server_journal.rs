@@ -118,12 +118,7 @@ fn a_journal_on_a_server_runs_resumes_verifies_and_catches_a_rollback() {
 
     // The key is the operators', never the server's: a second operator without it is told where
     // to put it, and with it sees the same journal.
-    let key = std::fs::read_dir(alice.join("journals"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "key"))
-        .expect("alice's key file");
+    let key = key_file(&alice);
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
     let bob = env.path().join("state-bob");
@@ -243,6 +238,16 @@ inputs.argv = ["{stepper}", "append", "{dir}/log", "after"]
     assert_eq!(audit.code, 0, "{}", audit.all());
 }
 
+/// The key file an operator's client keeps (one journal per test here).
+fn key_file(state: &Path) -> PathBuf {
+    std::fs::read_dir(state.join("journals"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "key"))
+        .expect("a key file")
+}
+
 /// Gives `to` the key `from` has: how an operator hands the journal's key to a colleague.
 fn share_key(from: &Path, to: &Path) {
     std::fs::create_dir_all(to.join("journals")).unwrap();
@@ -316,17 +321,8 @@ fn a_newer_schema_and_a_wrong_key_are_refused() {
     assert_eq!(made.code, 0, "{}", made.all());
     let bob = env.path().join("state-bob");
     std::fs::create_dir_all(bob.join("journals")).unwrap();
-    let alices_key = std::fs::read_dir(alice.join("journals"))
-        .unwrap()
-        .flatten()
-        .find(|e| e.path().extension().is_some_and(|x| x == "key"))
-        .unwrap();
-    let mallorys_key = std::fs::read_dir(mallory.join("journals"))
-        .unwrap()
-        .flatten()
-        .find(|e| e.path().extension().is_some_and(|x| x == "key"))
-        .unwrap();
-    std::fs::copy(mallorys_key.path(), bob.join("journals").join(alices_key.file_name())).unwrap();
+    let alices_key = key_file(&alice);
+    std::fs::copy(key_file(&mallory), bob.join("journals").join(alices_key.file_name().unwrap())).unwrap();
     let refused = team.runbook(&env, &bob, &["status"]);
     assert_eq!(refused.code, 6, "{}", refused.all());
     assert!(refused.stderr.contains("does not belong to journal"), "{}", refused.all());
@@ -377,7 +373,7 @@ fn a_creation_stopped_at_any_point_leaves_no_journal_or_a_whole_one() {
         let mut stopped = team.command(&env, &state, &["run", runbook]);
         stopped.env("RUNBOOK_JOURNAL_CRASH_AT", point.to_string());
         let stopped = Run::from(stopped.output().unwrap());
-        // Four points: the key's directory made, the key written, the tables made, committed.
+        // Four points: before the key is written, after it, the tables made, committed.
         assert_eq!(stopped.code != 0, point <= 4, "point {point}: {}", stopped.all());
         let tables = team.psql("SELECT count(*) FROM pg_tables WHERE schemaname = 'runbook'");
         assert!(tables == "0" || tables == "5", "point {point}: {tables} tables: {}", stopped.all());
@@ -446,26 +442,8 @@ fn a_rehearsal_of_every_phase_with_its_journals_on_a_server() {
 fn two_operators_run_two_clusters_at_once_on_one_server_journal() {
     let env = TestEnv::new();
     let team = Team::start(&env);
-    let runbook = env.write(
-        "clustered.toml",
-        r#"
-[runbook]
-name = "clustered"
-[vars.cluster]
-rule = "cluster_name"
-[[steps]]
-id = "held"
-kind = "exec"
-timeout = "120s"
-inputs.argv = ["{stepper}", "append", "{dir}/log-${vars.cluster}", "started", "await", "{dir}/release-${vars.cluster}", "append", "{dir}/log-${vars.cluster}", "done"]
-[[steps]]
-id = "handoff"
-kind = "checkpoint"
-after = ["held"]
-inputs.values = { name = "${vars.cluster}" }
-"#,
-    );
-    let runbook = runbook.to_str().unwrap();
+    let runbook = crate::cluster_locks::clustered_runbook(&env);
+    let runbook = runbook.as_str();
     let (alice, bob) = (env.path().join("state-alice"), env.path().join("state-bob"));
     // Alice makes the journal (and its key), and hands Bob the key.
     std::fs::write(env.path().join("release-setup"), "").unwrap();

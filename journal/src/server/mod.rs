@@ -165,20 +165,27 @@ fn new_or_existing_key(files: &Path) -> Result<Keys, Error> {
     if path.exists() {
         return Keys::load(files);
     }
+    crate::crash_point::reached();
+    // Already there: another process of this client made it a moment ago (the same journal, one
+    // key), and the ordinary checks compare it with the journal's.
+    keep_key(files, &rand::random())?;
+    crate::crash_point::reached();
+    Keys::load(files)
+}
+
+/// Writes `master` as this client's key for the journal at `files` (0600, in a 0700 directory),
+/// never over a key already there; `false` when one was.
+fn keep_key(files: &Path, master: &[u8; keys::KEY_LEN]) -> Result<bool, Error> {
+    let path = keys::key_path(files);
     if let Some(dir) = path.parent() {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| Error::io(dir, e))?;
     }
-    let master: [u8; keys::KEY_LEN] = rand::random();
-    crate::crash_point::reached();
-    match runbook_files::write(&path, &master, runbook_files::PRIVATE, runbook_files::Existing::Keep) {
-        // Another process of this client made it a moment ago: the same journal, one key.
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(Error::io(&path, e)),
+    match runbook_files::write(&path, master, runbook_files::PRIVATE, runbook_files::Existing::Keep) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(Error::io(&path, e)),
     }
-    crate::crash_point::reached();
-    Keys::load(files)
 }
 
 fn missing_key_hint(error: Error, files: &Path) -> Error {
@@ -260,18 +267,8 @@ pub(crate) fn create_with_key(url: &Path, master: [u8; keys::KEY_LEN]) -> Result
         });
     }
     let path = keys::key_path(&target.files);
-    if let Some(dir) = path.parent() {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| Error::io(dir, e))?;
-    }
-    match runbook_files::write(&path, &master, runbook_files::PRIVATE, runbook_files::Existing::Keep) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            if keys::read_key(&path)? != master {
-                return Err(Error::KeyMismatch { journal: PathBuf::from(&shown), key: path });
-            }
-        }
-        Err(e) => return Err(Error::io(&path, e)),
+    if !keep_key(&target.files, &master)? && keys::read_key(&path)? != master {
+        return Err(Error::KeyMismatch { journal: PathBuf::from(&shown), key: path });
     }
     let keys = Keys::from_master(&master);
     reader.call(move |client| schema::create(client, &shown, &keys))
