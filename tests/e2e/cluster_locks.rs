@@ -184,24 +184,8 @@ fn a_killed_runner_frees_its_cluster_and_resume_goes_on() {
 fn values_required_from_an_earlier_runbook_come_from_the_same_cluster() {
     let env = TestEnv::new();
     let runbook = clustered_runbook(&env);
-    let later = env.write(
-        "later.toml",
-        r#"
-[runbook]
-name = "later"
-[requires.earlier]
-runbook = "clustered"
-outputs = ["name"]
-[vars.prefix]
-rule = "cluster_name"
-default = ""
-[[steps]]
-id = "use"
-kind = "exec"
-inputs.argv = ["{stepper}", "append", "{dir}/later", "${earlier.name}"]
-"#,
-    );
-    let later = later.to_str().unwrap();
+    let later = later_runbook(&env);
+    let later = later.as_str();
     release(&env, "blue");
     release(&env, "green");
     let blue = env.run(&["run", &runbook, "--var", "cluster=blue"]);
@@ -225,8 +209,100 @@ inputs.argv = ["{stepper}", "append", "{dir}/later", "${earlier.name}"]
     let on_blue = env.run(&["run", later, "--var", "prefix=blue"]);
     assert_eq!(on_blue.code, 0, "{}", on_blue.all());
     assert_eq!(env.log("later"), ["blue"]);
-    // Naming no cluster takes the journal's latest, as before clusters were keys.
+    // Naming no cluster, with two published, would take whichever ran last: refused, naming
+    // both and the variable to set.
     let unnamed = env.run(&["run", later, "--fresh"]);
-    assert_eq!(unnamed.code, 0, "{}", unnamed.all());
-    assert_eq!(env.log("later"), ["blue", "green"]);
+    assert_eq!(unnamed.code, 2, "{}", unnamed.all());
+    assert!(
+        unnamed.stderr.contains("several clusters (`blue`, `green`)") && unnamed.stderr.contains("set `prefix`"),
+        "{}",
+        unnamed.stderr
+    );
+    assert_eq!(env.log("later"), ["blue"]);
+}
+
+/// `later`, which reads `clustered`'s checkpoint for the cluster its `prefix` names.
+fn later_runbook(env: &TestEnv) -> String {
+    env.write(
+        "later.toml",
+        r#"
+[runbook]
+name = "later"
+[requires.earlier]
+runbook = "clustered"
+outputs = ["name"]
+[vars.prefix]
+rule = "cluster_name"
+default = ""
+[[steps]]
+id = "use"
+kind = "exec"
+inputs.argv = ["{stepper}", "append", "{dir}/later", "${earlier.name}"]
+"#,
+    )
+    .display()
+    .to_string()
+}
+
+#[test]
+fn a_hand_off_carries_its_cluster_and_the_importer_reads_each_clusters_own() {
+    use crate::handoff::{Person, s};
+    let alice = Person::new("alice", "alice-laptop");
+    let bob = Person::new("bob", "bob-laptop");
+    let runbook = clustered_runbook(&alice.env);
+    release(&alice.env, "blue");
+    release(&alice.env, "green");
+    alice.ok(&["run", &runbook, "--var", "cluster=blue"]);
+    alice.ok(&["run", &runbook, "--var", "cluster=green"]);
+    let (alice_key, alice_pub) = alice.ssh_key("alice");
+    let (bob_key, bob_pub) = bob.ssh_key("bob");
+    let file = |name: &str| alice.env.path().join(format!("{name}.handoff"));
+    let export = |cluster: Option<&str>, out: &std::path::Path| {
+        let mut args = vec!["export", "clustered", "--to", s(&bob_pub), "-o", s(out), "--sign-with", s(&alice_key)];
+        if let Some(cluster) = cluster {
+            args.extend(["--cluster", cluster]);
+        }
+        alice.run(&args)
+    };
+
+    // Both clusters published: the exporter must say whose values go.
+    let ambiguous = export(None, &file("any"));
+    assert_eq!(ambiguous.code, 2, "{}", ambiguous.all());
+    assert!(
+        ambiguous.stderr.contains("several clusters in this journal: `blue`, `green`")
+            && ambiguous.stderr.contains("--cluster NAME"),
+        "{}",
+        ambiguous.stderr
+    );
+    let unknown = export(Some("red"), &file("red"));
+    assert_eq!(unknown.code, 2, "{}", unknown.all());
+    assert!(
+        unknown.stderr.contains("for cluster `red`") && unknown.stderr.contains("it has for `blue`, `green`"),
+        "{}",
+        unknown.stderr
+    );
+    assert!(!file("any").exists() && !file("red").exists());
+    for cluster in ["green", "blue"] {
+        let exported = export(Some(cluster), &file(cluster));
+        assert_eq!(exported.code, 0, "{}", exported.all());
+        assert!(exported.stdout.contains(&format!("of clustered for cluster {cluster} to")), "{}", exported.stdout);
+    }
+
+    // Imported one after the other, the two clusters' values are no conflict: each stands
+    // beside the other, as two clusters' runs do.
+    for cluster in ["green", "blue"] {
+        let imported = bob.run(&["import", s(&file(cluster)), "--identity", s(&bob_key), "--trust", s(&alice_pub)]);
+        assert_eq!(imported.code, 0, "{}", imported.all());
+    }
+    let later = later_runbook(&bob.env);
+    bob.ok(&["run", &later, "--var", "prefix=green"]);
+    bob.ok(&["run", &later, "--var", "prefix=blue"]);
+    assert_eq!(bob.env.log("later"), ["green", "blue"]);
+    let unnamed = bob.run(&["run", &later, "--fresh"]);
+    assert_eq!(unnamed.code, 2, "{}", unnamed.all());
+    assert!(unnamed.stderr.contains("several clusters (`green`, `blue`)"), "{}", unnamed.stderr);
+    let other = bob.run(&["run", &later, "--var", "prefix=red"]);
+    assert_eq!(other.code, 2, "{}", other.all());
+    assert!(other.stderr.contains("or import its hand-off for it"), "{}", other.stderr);
+    assert_eq!(bob.ok(&["audit", "--verify"]).code, 0);
 }

@@ -10,8 +10,9 @@ pub use crate::handoff::export::ExportArgs;
 pub fn export(env: &Env, args: &ExportArgs) -> CliResult {
     let journal = env.require_intact_journal()?;
     let exported = crate::handoff::export::export_file(&journal, args)?;
+    let on = exported.cluster.as_ref().map(|c| format!(" for cluster {c}")).unwrap_or_default();
     let mut text = format!(
-        "exported {} checkpoint(s) of {} to {} (sha256 {}), signed by {}, secrets encrypted to {}\n",
+        "exported {} checkpoint(s) of {}{on} to {} (sha256 {}), signed by {}, secrets encrypted to {}\n",
         exported.checkpoints.len(),
         args.target,
         args.out.display(),
@@ -25,7 +26,7 @@ pub fn export(env: &Env, args: &ExportArgs) -> CliResult {
     env.print(
         &text,
         json!({ "file": args.out, "sha256": exported.file_sha256, "run": exported.run_id, "checkpoints": exported.checkpoints,
-                "omitted_secrets": exported.omitted_secrets, "recipient": exported.recipient, "signer": exported.signer }),
+                "omitted_secrets": exported.omitted_secrets, "recipient": exported.recipient, "signer": exported.signer, "cluster": exported.cluster }),
     );
     Ok(Exit::Ok)
 }

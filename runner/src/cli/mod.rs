@@ -229,6 +229,10 @@ pub enum Command {
         /// Leave secret values and files out (the command says which)
         #[arg(long)]
         no_secrets: bool,
+        /// The cluster whose checkpoints to hand over (the runbook's `cluster_name` variable, such
+        /// as Phase 1's prefix); needed when the journal holds runs for several
+        #[arg(long, value_name = "NAME")]
+        cluster: Option<String>,
     },
     /// Take a hand-off file into this journal and directory, after checking who signed it
     Import {
@@ -546,8 +550,8 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Outputs { run } => inspect::outputs(&env, run.as_deref()),
         Command::Get { key, run } => inspect::get(&env, &key, run.as_deref()),
         Command::Approve { run, gate, comment } => approve::approve(&env, &run, &gate, comment),
-        Command::Export { target, to, out, sign_with, no_secrets } => {
-            export::export(&env, &export::ExportArgs { target, to, out, sign_with, no_secrets })
+        Command::Export { target, to, out, sign_with, no_secrets, cluster } => {
+            export::export(&env, &export::ExportArgs { target, to, out, sign_with, no_secrets, cluster })
         }
         Command::Import { file, identity, trust, trusted_keys, dir, persona, replace } => {
             import::import(&env, &import::ImportArgs { file, identity, trust, trusted_keys, dir, persona, replace })

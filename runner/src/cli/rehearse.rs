@@ -455,6 +455,7 @@ pub fn hand_off(rehearsal: &Rehearsal) -> CliResult<SecondPerson> {
             out: file.clone(),
             sign_with: first.0.clone(),
             no_secrets: false,
+            cluster: None,
         },
     )?;
     let second_journal = second_journal(&rehearsal.env.journal_path, &dir)?;

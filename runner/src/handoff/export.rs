@@ -23,6 +23,8 @@ pub struct ExportArgs {
     pub out: PathBuf,
     pub sign_with: PathBuf,
     pub no_secrets: bool,
+    /// The cluster whose checkpoints are handed over, when the runbook names one.
+    pub cluster: Option<String>,
 }
 
 /// What an export wrote.
@@ -33,6 +35,8 @@ pub struct Exported {
     pub omitted_secrets: Vec<String>,
     pub recipient: String,
     pub signer: String,
+    /// The cluster the handed-over checkpoints were published for, when their runbook names one.
+    pub cluster: Option<String>,
 }
 
 /// Writes the hand-off file of `args.target` from `journal` and journals the export.
@@ -41,14 +45,35 @@ pub fn export_file(journal: &Journal, args: &ExportArgs) -> CliResult<Exported> 
         Some((runbook, checkpoint)) => (runbook, Some(checkpoint)),
         None => (args.target.as_str(), None),
     };
-    let mut checkpoints = published(journal, runbook)?;
+    let found = published(journal, runbook, args.cluster.as_deref())?;
+    if args.cluster.is_none() && found.clusters.len() > 1 {
+        // The latest of each checkpoint could come from different clusters' runs: a hand-off
+        // must be one cluster's values, so the exporter names it.
+        return Err(CliError::user_hint(
+            format!(
+                "`{runbook}` published checkpoints for several clusters in this journal: {}",
+                found.clusters.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+            ),
+            "name the cluster to hand over with --cluster NAME",
+        ));
+    }
+    let mut checkpoints = found.latest;
     if let Some(only) = only {
         checkpoints.retain(|name, _| name == only);
     }
     if checkpoints.is_empty() {
+        let on = args.cluster.as_ref().map(|c| format!(" for cluster `{c}`")).unwrap_or_default();
+        let others = published(journal, runbook, None)?.clusters;
+        let hint = match (&args.cluster, others.is_empty()) {
+            (Some(_), false) => format!(
+                "it has for {}; run `{runbook}` for this cluster first, or name another with --cluster",
+                others.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+            ),
+            _ => format!("run `{runbook}` to the end first; `runbook status` shows where it stands"),
+        };
         return Err(CliError::user_hint(
-            format!("no checkpoint of `{}` has succeeded in this journal", args.target),
-            format!("run `{runbook}` to the end first; `runbook status` shows where it stands"),
+            format!("no checkpoint of `{}` has succeeded{on} in this journal", args.target),
+            hint,
         ));
     }
     let recipient = Recipient::parse(&args.to)
@@ -66,6 +91,7 @@ pub fn export_file(journal: &Journal, args: &ExportArgs) -> CliResult<Exported> 
         );
     }
 
+    let cluster = checkpoints.values().find_map(|c| c.cluster.clone());
     // The run that published the newest checkpoint names the runbook version and the person.
     let latest = checkpoints.values().map(|c| c.run_id.as_str()).max().unwrap_or_default().to_string();
     let record = journal.run(&latest)?.ok_or_else(|| CliError::Internal(anyhow::anyhow!("run {latest} vanished")))?;
@@ -76,8 +102,11 @@ pub fn export_file(journal: &Journal, args: &ExportArgs) -> CliResult<Exported> 
             name.clone(),
             // The Azure the run acted on travels with its values, so an importer never takes work
             // done against a sandbox (or another subscription) for work done against theirs.
+            // So does the cluster: the importer's runs on that cluster read these values, and runs
+            // on another never do.
             json!({ "run_id": checkpoint.run_id, "who": run.as_ref().map(|r| &r.who), "created_at": run.as_ref().map(|r| &r.created_at),
-                    "azure": run.as_ref().and_then(runbook_journal::RunRecord::setup).map(|s| s.azure).filter(|a| !a.is_null()) }),
+                    "azure": run.as_ref().and_then(runbook_journal::RunRecord::setup).map(|s| s.azure).filter(|a| !a.is_null()),
+                    "cluster": checkpoint.cluster }),
         );
     }
     let provenance = HandoffProvenance {
@@ -124,6 +153,7 @@ pub fn export_file(journal: &Journal, args: &ExportArgs) -> CliResult<Exported> 
         omitted_secrets: omitted,
         recipient: handoff.recipient,
         signer: signing::fingerprint(key.public_key()),
+        cluster,
     })
 }
 

@@ -9,7 +9,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
-use runbook_journal::{EventData, HANDOFF_IMPORTED, HandoffImported, Journal, NewEvent, NewRun, Replaced};
+use runbook_journal::{
+    EventData, HANDOFF_IMPORTED, HandoffImported, HandoffProvenance, Journal, NewEvent, NewRun, Replaced,
+};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -137,7 +139,7 @@ pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Importe
     let (mut values, mut files) = open_contents(&handoff, identity.as_ref(), &dir, file)?;
     let replaces = match &journal {
         Some(journal) => {
-            let conflicts = find_conflicts(journal, &handoff.provenance.runbook, &values, &files)?;
+            let conflicts = find_conflicts(journal, &handoff.provenance, &values, &files)?;
             supersede::decide(&conflicts, &handoff.provenance, &signer, &imports(journal)?, args.replace).map_err(
                 |refusal| {
                     let (why, hint) = refusal.explain();
@@ -375,11 +377,20 @@ fn open_contents(
     Ok((values, files))
 }
 
-/// The values this journal already holds for the same runbook's checkpoints (from a local run
-/// or an earlier import) that differ from the hand-off's: a file value differs when its content
-/// does. By checkpoint, with the run holding them.
-fn find_conflicts(journal: &Journal, runbook: &str, values: &Values, files: &[Planned]) -> CliResult<Vec<Conflict>> {
-    let prior = crate::plan::load_prior(journal, runbook, None, false).map_err(CliError::Internal)?;
+/// The values this journal already holds for the same runbook's checkpoints on the same cluster
+/// (from a local run or an earlier import) that differ from the hand-off's: a file value differs
+/// when its content does. By checkpoint, with the run holding them. Another cluster's values are
+/// no conflict: they stand side by side, each read by runs on its own cluster.
+fn find_conflicts(
+    journal: &Journal,
+    provenance: &HandoffProvenance,
+    values: &Values,
+    files: &[Planned],
+) -> CliResult<Vec<Conflict>> {
+    let cluster = crate::plan::history::exported_cluster(provenance);
+    let prior = crate::plan::history::History::read(journal)
+        .and_then(|history| history.prior_on(journal, &provenance.runbook, cluster.as_deref(), None, false))
+        .map_err(CliError::Internal)?;
     let mut conflicts = Vec::new();
     for (checkpoint, outputs) in values {
         let Some(done) = prior.done.get(checkpoint).filter(|d| d.published) else {

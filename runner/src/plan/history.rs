@@ -5,8 +5,8 @@
 use std::collections::{HashMap, HashSet};
 
 use runbook_journal::{
-    ChainHead, EventData, GATE_APPROVED, HANDOFF_IMPORTED, Journal, RUN_CREATED, RunRecord, STEP_FINISHED,
-    STEP_SKIPPED, STEP_STARTED, STEPS_REUSED, StepStatus, VerifiedRow,
+    ChainHead, EventData, GATE_APPROVED, HANDOFF_IMPORTED, HandoffProvenance, Journal, RUN_CREATED, RunRecord,
+    STEP_FINISHED, STEP_SKIPPED, STEP_STARTED, STEPS_REUSED, StepStatus, VerifiedRow,
 };
 use runbook_steps::{Approval, AzureTarget, KindRole};
 use serde_json::{Map, Value};
@@ -27,6 +27,9 @@ fn kept(kind: &str) -> bool {
 pub struct History {
     /// Every run, as its (verified) `run_created` event describes it, in creation order.
     runs: Vec<RunRecord>,
+    /// The cluster each import of a hand-off was exported for, by the import's run id; imports
+    /// of files that name none (older builds, runbooks without a cluster) are not here.
+    imported_for: HashMap<String, String>,
     /// The kept events other than `run_created`, undecoded.
     rows: Vec<VerifiedRow>,
     /// The last event the pass verified.
@@ -38,18 +41,22 @@ fn run_target(record: &RunRecord) -> Option<AzureTarget> {
     serde_json::from_value(record.setup()?.azure).ok()
 }
 
-/// The cluster a run journaled (`None`: it named none).
-fn run_cluster(record: &RunRecord) -> Option<String> {
-    record.setup()?.cluster
+/// The cluster a hand-off's values were published for: the one every exported run names, as
+/// the signed file says; None when they name none (or, from a hand-built file, several).
+pub(crate) fn exported_cluster(provenance: &HandoffProvenance) -> Option<String> {
+    let mut named = provenance.runs.values().filter_map(|run| run.get("cluster")?.as_str());
+    let first = named.next()?;
+    named.all(|other| other == first).then(|| first.to_string())
 }
 
-/// Whether `record` stands for a run on `cluster`: any run when no cluster is asked, and a run
-/// that named none stands for every cluster.
-fn on_cluster(record: &RunRecord, cluster: Option<&str>) -> bool {
-    match (cluster, run_cluster(record)) {
-        (Some(asked), Some(named)) => asked == named,
-        _ => true,
-    }
+/// The name of `runbook`'s variable naming the cluster it acts on (`rule = "cluster_name"`).
+fn cluster_variable(runbook: &Runbook) -> Option<&str> {
+    runbook
+        .file
+        .vars
+        .iter()
+        .find(|(_, spec)| spec.rule == Some(crate::model::types::NamingRule::ClusterName))
+        .map(|(name, _)| name.as_str())
 }
 
 /// The Azure an exported run acted on, as its hand-off names it (`azure` beside its run id).
@@ -63,17 +70,24 @@ impl History {
     pub fn read(journal: &Journal) -> anyhow::Result<History> {
         let (rows, head) = journal.verified_rows(kept)?;
         let mut runs = Vec::new();
+        let mut imported_for = HashMap::new();
         let mut others = Vec::with_capacity(rows.len());
         for row in rows {
             if row.kind == RUN_CREATED {
                 if let EventData::RunCreated(record) = row.decode()? {
                     runs.push(record);
                 }
-            } else {
-                others.push(row);
+                continue;
             }
+            if row.kind == HANDOFF_IMPORTED
+                && let EventData::HandoffImported(imported) = row.decode()?
+                && let Some(cluster) = exported_cluster(&imported.provenance)
+            {
+                imported_for.insert(row.run_id.clone(), cluster);
+            }
+            others.push(row);
         }
-        Ok(History { runs, rows: others, head })
+        Ok(History { runs, imported_for, rows: others, head })
     }
 
     /// Whether the journal still ends where this pass read it: nothing was appended since (by
@@ -97,13 +111,28 @@ impl History {
         &self.runs
     }
 
+    /// The cluster run `record` acted on: the one it journaled, or for the import of a hand-off,
+    /// the one the hand-off was exported for (`None`: it named none).
+    fn run_cluster(&self, record: &RunRecord) -> Option<String> {
+        record.setup().and_then(|s| s.cluster).or_else(|| self.imported_for.get(&record.id).cloned())
+    }
+
+    /// Whether `record` stands for a run on `cluster`: any run when no cluster is asked, and a run
+    /// that named none stands for every cluster.
+    fn on_cluster(&self, record: &RunRecord, cluster: Option<&str>) -> bool {
+        match (cluster, self.run_cluster(record)) {
+            (Some(asked), Some(named)) => asked == named,
+            _ => true,
+        }
+    }
+
     /// The runs of `runbook` on `cluster`, with the Azure each acted on. A run that named no
     /// cluster (a runbook without one, a build before clusters were journaled, the import of
-    /// a hand-off) stands for any; no `cluster` takes every run.
+    /// a hand-off that names none) stands for any; no `cluster` takes every run.
     fn runs_of(&self, runbook: &str, cluster: Option<&str>) -> HashMap<&str, Option<AzureTarget>> {
         self.runs
             .iter()
-            .filter(|r| r.runbook == runbook && on_cluster(r, cluster))
+            .filter(|r| r.runbook == runbook && self.on_cluster(r, cluster))
             .map(|r| (r.id.as_str(), run_target(r)))
             .collect()
     }
@@ -316,6 +345,20 @@ impl History {
             let (here, elsewhere): (Vec<&Done>, Vec<&Done>) =
                 checkpoints.into_iter().partition(|d| prior.made_elsewhere(d).is_none());
             for output in &requirement.outputs {
+                // A runbook that can name its cluster but was left to take the latest would take
+                // whichever cluster ran last: with several, the run must name its own. (One that
+                // cannot, such as the shared resources' cleanup, reads values all clusters share.)
+                if let (None, Some(variable)) = (cluster, cluster_variable(runbook)) {
+                    let several = self.publishers(&requirement.runbook, output);
+                    if several.len() > 1 {
+                        missing.push(format!(
+                            "`{alias}.{output}`: runbook `{}` published it for several clusters ({}), and this run names none; set `{variable}` to the cluster it acts on",
+                            requirement.runbook,
+                            several.iter().map(|(c, _)| format!("`{c}`")).collect::<Vec<_>>().join(", "),
+                        ));
+                        continue;
+                    }
+                }
                 match here.iter().rev().find_map(|d| Some((d, d.outputs.get(output)?))) {
                     Some((done, value)) => {
                         if let Some(sha) = done.file_sha256.get(output).and_then(Value::as_str) {
@@ -325,7 +368,7 @@ impl History {
                     }
                     None if let Some(others) = self.other_clusters(&requirement.runbook, cluster, output) => {
                         missing.push(format!(
-                            "`{alias}.{output}`: runbook `{}` published it only for another cluster ({others}), and this run acts on cluster `{}`; run `{}` for this cluster first",
+                            "`{alias}.{output}`: runbook `{}` published it only for another cluster ({others}), and this run acts on cluster `{}`; run `{}` for this cluster first (or import its hand-off for it)",
                             requirement.runbook,
                             cluster.unwrap_or_default(),
                             requirement.runbook
@@ -361,10 +404,28 @@ impl History {
     /// with a run of each (`` `a` (run r1) ``); None when there are none, or no cluster is asked.
     fn other_clusters(&self, runbook: &str, cluster: Option<&str>, output: &str) -> Option<String> {
         let cluster = cluster?;
-        let mut named: Vec<String> = Vec::new();
-        for row in self.rows.iter().filter(|r| matches!(r.kind.as_str(), STEP_FINISHED | STEP_SKIPPED)) {
+        let named: Vec<String> = self
+            .publishers(runbook, output)
+            .into_iter()
+            .filter(|(other, _)| other != cluster)
+            .map(|(other, run)| format!("`{other}` (run {run})"))
+            .collect();
+        (!named.is_empty()).then(|| named.join(", "))
+    }
+
+    /// The clusters on which runs of `runbook` (imports of its hand-offs included) published
+    /// `output`, each with the first run that did, in journal order; runs naming no cluster are
+    /// left out.
+    fn publishers(&self, runbook: &str, output: &str) -> Vec<(String, String)> {
+        let mut found: Vec<(String, String)> = Vec::new();
+        for row in
+            self.rows.iter().filter(|r| matches!(r.kind.as_str(), STEP_FINISHED | STEP_SKIPPED | HANDOFF_IMPORTED))
+        {
             let Some(record) = self.run(&row.run_id).filter(|r| r.runbook == runbook) else { continue };
-            let Some(other) = run_cluster(record).filter(|c| c != cluster) else { continue };
+            let Some(cluster) = self.run_cluster(record) else { continue };
+            if found.iter().any(|(c, _)| *c == cluster) {
+                continue;
+            }
             let published = match row.decode() {
                 Ok(EventData::StepFinished(f)) => {
                     f.status == StepStatus::Succeeded
@@ -372,14 +433,16 @@ impl History {
                         && f.outputs.is_some_and(|o| o.contains_key(output))
                 }
                 Ok(EventData::StepSkipped(s)) => KindRole::publishes(&s.kind) && s.outputs.contains_key(output),
+                Ok(EventData::HandoffImported(i)) => {
+                    i.checkpoints.values().any(|c| c.as_object().is_some_and(|o| o.contains_key(output)))
+                }
                 _ => false,
             };
-            let text = format!("`{other}` (run {})", record.id);
-            if published && !named.contains(&text) {
-                named.push(text);
+            if published {
+                found.push((cluster, record.id.clone()));
             }
         }
-        (!named.is_empty()).then(|| named.join(", "))
+        found
     }
 
     /// The values required from earlier runbooks that were sealed where they were journaled: a

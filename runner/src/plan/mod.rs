@@ -4,7 +4,7 @@
 mod decide;
 mod expand;
 pub mod file_contents;
-mod history;
+pub mod history;
 mod prior;
 mod scope;
 
