@@ -581,3 +581,195 @@ fn phase3_killed_on_one_machine_is_resumed_from_another_with_nothing_created_twi
     let audit = Run::from(as_operator(&bob, &["audit", "--verify"]).output().unwrap());
     assert_eq!(audit.code, 0, "{}", audit.all());
 }
+
+/// The scene: two operators (users and hosts of their own) on one server journal run
+/// Phase 3 for two clusters at once on one served sandbox. The Azure administrator ran Phase 1
+/// for each cluster (a directory each) and handed each over with `export --cluster`; both Phase
+/// 3s succeed, `status` shows both running while they overlap, a third run on one of the clusters
+/// is refused naming its holder, and the journal verifies.
+#[test]
+fn two_operators_run_phase3_for_two_clusters_at_once_on_one_served_sandbox() {
+    let env = TestEnv::new();
+    let team = Team::start(&env);
+    let (alice, bob) = (env.path().join("state-alice"), env.path().join("state-bob"));
+    let envs = [("PGPASSFILE", team.passfile.as_os_str()), ("RUNBOOK_STATE_DIR", alice.as_os_str())];
+    let rehearsed = crate::support::Rehearsed::start_on(&env, 2, "0.1", Some(&team.url()), &envs);
+    share_key(&alice, &bob);
+    let azure_admin = rehearsed.sandbox.dir.clone();
+    let first_journal = PathBuf::from(team.url());
+    let as_operator = |state: &Path, user: &str, journal: &Path, dir: &Path, args: &[&str]| {
+        let mut command = rehearsed.command_in(&env, journal, dir, args);
+        command
+            .env("PGPASSFILE", &team.passfile)
+            .env("RUNBOOK_STATE_DIR", state)
+            .env("RUNBOOK_USER", user)
+            .env("RUNBOOK_HOST", format!("{user}-laptop"))
+            .env_remove("PGPASSWORD");
+        command
+    };
+    let ok = |mut command: Command| {
+        let out = Run::from(command.output().unwrap());
+        assert_eq!(out.code, 0, "{:?}: {}", command.get_args().collect::<Vec<_>>(), out.all());
+        out
+    };
+
+    // Phase 1 for a second cluster, `green`, in a directory of its own (Phase 1's files have
+    // fixed names), with its own OIDC storage account.
+    let green_phase1 = azure_admin.join("green");
+    std::fs::create_dir_all(&green_phase1).unwrap();
+    let vars = std::fs::read_to_string(azure_admin.join("phase1-workload-identity.vars.toml")).unwrap();
+    let vars =
+        vars.replace("prefix = \"rehearse\"", "prefix = \"green\"").replace("\"rehearsaloidc\"", "\"greenoidc\"");
+    assert!(vars.contains("prefix = \"green\""), "{vars}");
+    std::fs::write(green_phase1.join("phase1.vars.toml"), vars).unwrap();
+    ok(as_operator(
+        &alice,
+        "alice",
+        &first_journal,
+        &green_phase1,
+        &["run", "phase1-workload-identity", "--vars", "phase1.vars.toml"],
+    ));
+    let keys = azure_admin.join("personas");
+    let (azure_key, hypershift_key) = (keys.join("azure-admin/id_ed25519"), keys.join("hypershift-admin/id_ed25519"));
+    let handoff = azure_admin.join("green.handoff");
+    let exported = ok(as_operator(
+        &alice,
+        "alice",
+        &first_journal,
+        &green_phase1,
+        &[
+            "export",
+            "phase1-workload-identity",
+            "--cluster",
+            "green",
+            "--to",
+            &format!("{}.pub", hypershift_key.display()),
+            "-o",
+            handoff.to_str().unwrap(),
+            "--sign-with",
+            azure_key.to_str().unwrap(),
+        ],
+    ));
+    assert!(exported.stdout.contains("for cluster green"), "{}", exported.stdout);
+    let green_dir = rehearsed.dir.join("green");
+    std::fs::create_dir_all(&green_dir).unwrap();
+    ok(as_operator(
+        &alice,
+        "alice",
+        &rehearsed.journal,
+        &rehearsed.dir,
+        &[
+            "import",
+            handoff.to_str().unwrap(),
+            "--identity",
+            hypershift_key.to_str().unwrap(),
+            "--trust",
+            &format!("{}.pub", azure_key.display()),
+            "--dir",
+            green_dir.to_str().unwrap(),
+        ],
+    ));
+
+    // Both Phase 3s, by two operators from two directories.
+    let pull_secret = rehearsed.dir.join("pull-secret.json");
+    std::fs::write(&pull_secret, "{\"auths\":{\"sandbox.invalid\":{\"auth\":\"cmVoZWFyc2FsOnJlaGVhcnNhbA==\"}}}\n")
+        .unwrap();
+    let phase3 = |state: &Path, user: &str, cluster: &str, dir: &Path| {
+        std::fs::write(
+            dir.join("phase3.vars.toml"),
+            format!("prefix = \"{cluster}\"\npull_secret = \"{}\"\n", pull_secret.display()),
+        )
+        .unwrap();
+        as_operator(
+            state,
+            user,
+            &rehearsed.journal,
+            dir,
+            &["run", "phase3-hosted-cluster", "--vars", "phase3.vars.toml"],
+        )
+    };
+    let quiet = |mut command: Command| {
+        command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        command.spawn().expect("runner starts")
+    };
+    let second_db = team.url().replace("/team?", "/team_hypershift_admin?");
+    let sql = |query: &str| -> String {
+        let out = Command::new(team.server.bin().join("psql"))
+            .args(["-d", &second_db.replace("?sslmode=disable", ""), "-h", "127.0.0.1", "-tA", "-c", query])
+            .env("PGPASSWORD", team.server.password())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let run_of = |cluster: &str| {
+        sql(&format!(
+            "SELECT id FROM runbook.runs WHERE runbook = 'phase3-hosted-cluster' AND vars::jsonb ->> 'cluster' = '{cluster}'"
+        ))
+    };
+    let mut blue = quiet(phase3(&alice, "alice", "rehearse", &rehearsed.dir));
+    let mut green = quiet(phase3(&bob, "bob", "green", &green_dir));
+
+    // While both run: `status` (by a third operator) shows both running, and a third run on
+    // one of the clusters is refused naming its holder.
+    let carol = env.path().join("state-carol");
+    share_key(&alice, &carol);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let (blue_run, green_run) = loop {
+        let (b, g) = (run_of("rehearse"), run_of("green"));
+        if !b.is_empty() && !g.is_empty() {
+            break (b, g);
+        }
+        assert!(
+            blue.try_wait().unwrap().is_none() && green.try_wait().unwrap().is_none(),
+            "a Phase 3 ended before the other began"
+        );
+        assert!(std::time::Instant::now() < deadline, "the Phase 3s never began");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    for run in [&blue_run, &green_run] {
+        let status = ok(as_operator(&carol, "carol", &rehearsed.journal, &rehearsed.dir, &["status", run]));
+        assert!(status.stdout.contains(&format!("run {run} of phase3-hosted-cluster (running)")), "{}", status.all());
+    }
+    let third = Run::from(phase3(&carol, "carol", "green", &green_dir).output().unwrap());
+    assert_eq!(third.code, 2, "{}", third.all());
+    assert!(
+        third.stderr.contains("bob")
+            && third.stderr.contains("bob-laptop")
+            && third.stderr.contains(&format!("pid {}", green.id()))
+            && third.stderr.contains("cluster=green"),
+        "{}",
+        third.all()
+    );
+    assert!(
+        blue.try_wait().unwrap().is_none() && green.try_wait().unwrap().is_none(),
+        "the checks above ran after a Phase 3 had ended: they prove nothing"
+    );
+    assert!(blue.wait().unwrap().success(), "Phase 3 of rehearse failed");
+    assert!(green.wait().unwrap().success(), "Phase 3 of green failed");
+
+    // Each cluster's HostedCluster exists, made from its own Phase 1.
+    let clusters = rehearsed.kubectl(&["get", "hostedclusters", "-A", "-o", "name"]);
+    let names = String::from_utf8_lossy(&clusters.stdout);
+    assert!(names.contains("rehearse-hc") && names.contains("green-hc"), "{names}");
+    let issuer = |cluster: &str| {
+        let out = rehearsed.kubectl(&[
+            "get",
+            "hostedcluster",
+            &format!("{cluster}-hc"),
+            "-n",
+            "clusters",
+            "-o",
+            "jsonpath={.spec.issuerURL}",
+        ]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(
+        issuer("green").contains("greenoidc") && issuer("rehearse").contains("rehearsaloidc"),
+        "{} / {}",
+        issuer("green"),
+        issuer("rehearse")
+    );
+    for (state, journal) in [(&alice, &first_journal), (&bob, &rehearsed.journal)] {
+        ok(as_operator(state, "alice", journal, &rehearsed.dir, &["audit", "--verify"]));
+    }
+}

@@ -398,9 +398,15 @@ impl Rehearsed {
     /// The binary on the HyperShift administrator's journal, in their directory, pointed at the
     /// sandbox as the rehearsal points its own runs.
     pub fn command(&self, env: &TestEnv, args: &[&str]) -> Command {
+        self.command_in(env, &self.journal, &self.dir, args)
+    }
+
+    /// [`Rehearsed::command`] on `journal`, in `dir`: another person's (the Azure administrator's
+    /// journal is the rehearsal's first), or another cluster's directory.
+    pub fn command_in(&self, env: &TestEnv, journal: &Path, dir: &Path, args: &[&str]) -> Command {
         let path = format!("{}:{}", self.bin.display(), std::env::var("PATH").unwrap_or_default());
-        let mut command = env.command_on(&self.journal, args);
-        command.current_dir(&self.dir).envs(&self.sandbox.settings).env("PATH", path);
+        let mut command = env.command_on(journal, args);
+        command.current_dir(dir).envs(&self.sandbox.settings).env("PATH", path);
         command
     }
 
