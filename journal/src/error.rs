@@ -32,6 +32,11 @@ pub enum Error {
     /// `Result<_, Error>` small on the hot append path.
     Locked { holder: Box<Holder>, key: LockKey },
 
+    /// The lock this process held on `key` ended while the run went on (the server ended the
+    /// session holding it); nothing more is appended by this process.
+    #[error("the run's lock on `{key}` was lost: {why}")]
+    LockLost { key: LockKey, why: String },
+
     #[error("failed to access journal `{}`", path.display())]
     Sqlite {
         path: PathBuf,
@@ -126,6 +131,7 @@ impl Error {
                 Error::SchemaTooNew { path: path.clone(), found: *found, supported: *supported }
             }
             Error::Locked { holder, key } => Error::Locked { holder: holder.clone(), key: key.clone() },
+            Error::LockLost { key, why } => Error::LockLost { key: key.clone(), why: why.clone() },
             Error::Key(m) => Error::Key(m.clone()),
             Error::KeyMismatch { journal, key } => Error::KeyMismatch { journal: journal.clone(), key: key.clone() },
             Error::Tampered { path, problems } => Error::Tampered { path: path.clone(), problems: problems.clone() },

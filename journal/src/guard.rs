@@ -28,4 +28,14 @@ impl RunLock {
             RunLock::Server(lock) => lock.key(),
         }
     }
+
+    /// Why the lock was lost while held, if it was: a server's session ended under it (a file
+    /// lock lives as long as this process). Appends through the journal that took it are refused
+    /// from then on.
+    pub fn lost(&self) -> Option<String> {
+        match self {
+            RunLock::File(_) => None,
+            RunLock::Server(lock) => lock.loss().lost(),
+        }
+    }
 }

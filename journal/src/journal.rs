@@ -193,7 +193,12 @@ impl Journal {
     pub fn lock(&self, holder: &Holder, key: &LockKey) -> Result<RunLock, Error> {
         match &self.store {
             Store::File(_) => FileLock::acquire(&self.lock_files(), holder, key).map(RunLock::File),
-            Store::Server { target, .. } => crate::server::lock(target, key, holder).map(RunLock::Server),
+            Store::Server { target, .. } => {
+                let lock = crate::server::lock(target, key, holder)?;
+                // Appends through this journal stop once the server lets go of the lock.
+                self.writer.watch(lock.loss());
+                Ok(RunLock::Server(lock))
+            }
         }
     }
 

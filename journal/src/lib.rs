@@ -18,6 +18,7 @@ mod journal;
 mod keys;
 mod lock;
 mod lock_key;
+mod lock_loss;
 mod outcome;
 mod queries;
 mod records;

@@ -18,6 +18,7 @@ use crate::error::Error;
 use crate::event::{EventData, RUN_CREATED};
 use crate::head;
 use crate::keys::Keys;
+use crate::lock_loss::{LockLoss, WatchedLocks};
 use crate::records::{NewEvent, NewRun, RunRecord, VerifyProblem};
 
 /// Upper bound on requests folded into one transaction, so one commit's latency stays bounded
@@ -81,6 +82,8 @@ struct Request {
 pub struct JournalWriter {
     requests: mpsc::Sender<Request>,
     path: Arc<PathBuf>,
+    /// Locks taken through this journal: once one is lost, nothing more is appended.
+    locks: WatchedLocks,
 }
 
 impl std::fmt::Debug for JournalWriter {
@@ -108,7 +111,7 @@ impl JournalWriter {
             .name("runbook-journal-writer".to_string())
             .spawn(move || run(&mut commit, &queue))
             .map_err(|e| Error::io(path.as_path(), e))?;
-        Ok(JournalWriter { requests, path })
+        Ok(JournalWriter { requests, path, locks: WatchedLocks::default() })
     }
 
     /// Appends `events` in one transaction (possibly shared with other callers') and returns
@@ -157,7 +160,13 @@ impl JournalWriter {
         rx.recv().map_err(|_| self.gone())?
     }
 
+    /// Appends through this handle (and its clones) are refused once `loss` is marked.
+    pub(crate) fn watch(&self, loss: &Arc<LockLoss>) {
+        self.locks.watch(loss);
+    }
+
     fn submit(&self, job: Job, reply: Reply) -> Result<(), Error> {
+        self.locks.check()?;
         self.requests.send(Request { job, reply }).map_err(|_| self.gone())
     }
 

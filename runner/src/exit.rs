@@ -139,6 +139,10 @@ impl From<runbook_journal::Error> for CliError {
                 ),
                 "wait for that run to finish, or use another --journal; runs on other clusters may go on at once",
             ),
+            e @ runbook_journal::Error::LockLost { .. } => CliError::user_hint(
+                format!("{e}; the run stopped, and nothing after the loss was journaled"),
+                "another operator may hold the cluster now (`runbook status` shows who); once it is free, `runbook resume --rerun-interrupted` continues the run, and steps that were running are run again",
+            ),
             runbook_journal::Error::SchemaTooNew { path, found, supported } => CliError::user_hint(
                 format!(
                     "journal `{}` has schema version {found}, newer than this build supports ({supported})",

@@ -8,13 +8,15 @@
 //! exclusively; a named key is the journal's lock taken shared plus the key's own lock, so keys
 //! exclude only themselves and the whole journal.
 
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
 use super::{ServerTarget, pg};
 use crate::error::Error;
 use crate::lock_key::LockKey;
+use crate::lock_loss::LockLoss;
 use crate::records::Holder;
 
 /// Held until dropped.
@@ -22,9 +24,21 @@ use crate::records::Holder;
 pub struct ServerLock {
     holder: Holder,
     key: LockKey,
+    /// Marked by the lock's thread when its session ends under it.
+    loss: Arc<LockLoss>,
     release: Option<mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
+
+/// How often the lock's session is asked whether it is still there. A session an administrator
+/// ended is noticed within this; one the network dropped, within this plus [`ANSWER_WITHIN`].
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a check may go unanswered before the session is taken for lost (the socket's
+/// `TCP_USER_TIMEOUT` too). Well inside the server's own limit for a silent client (keepalives:
+/// 30 s idle, then 3 probes 10 s apart), so this process stops before the server frees the lock
+/// for someone else.
+const ANSWER_WITHIN: Duration = Duration::from_secs(15);
 
 /// The advisory lock's number for `key`: the first eight bytes of its SHA-256, so keys of any
 /// length map onto the server's 64-bit lock space.
@@ -38,6 +52,8 @@ pub(crate) fn acquire(target: &ServerTarget, key: &LockKey, holder: &Holder) -> 
     let (release, released) = mpsc::channel::<()>();
     let (answer, answered) = mpsc::sync_channel::<Result<(), Error>>(1);
     let (held_by, held_key) = (holder.clone(), key.clone());
+    let loss = LockLoss::new(key);
+    let marked = Arc::clone(&loss);
     let (target, key, holder) = (target.clone(), key.clone(), holder.clone());
     let url = target.shown.clone();
     let thread = std::thread::Builder::new()
@@ -53,15 +69,26 @@ pub(crate) fn acquire(target: &ServerTarget, key: &LockKey, holder: &Holder) -> 
                     return;
                 }
             };
-            // Until dropped (or the process ends, which ends the session and frees the lock).
-            let _ = released.recv();
+            // Until dropped (or the process ends, which ends the session and frees the lock),
+            // asking the session every so often whether it is still there: a lock is held
+            // exactly as long as its session lives.
+            while let Err(mpsc::RecvTimeoutError::Timeout) = released.recv_timeout(CHECK_EVERY) {
+                if let Err(e) = client.is_valid(ANSWER_WITHIN) {
+                    marked.mark(format!(
+                        "the server session that held it ended ({e}), and the server frees a lost session's locks"
+                    ));
+                    return;
+                }
+            }
             // Ending the session lets go of every lock it holds.
             let _ = client.execute("DELETE FROM runbook.holders WHERE key = $1", &[&key.as_str()]);
             let _ = client.batch_execute("SELECT pg_advisory_unlock_all()");
         })
         .map_err(|e| Error::Server { url: url.clone(), message: format!("cannot start a thread: {e}") })?;
     match answered.recv() {
-        Ok(Ok(())) => Ok(ServerLock { holder: held_by, key: held_key, release: Some(release), thread: Some(thread) }),
+        Ok(Ok(())) => {
+            Ok(ServerLock { holder: held_by, key: held_key, loss, release: Some(release), thread: Some(thread) })
+        }
         Ok(Err(e)) => Err(e),
         Err(_) => Err(Error::Server { url, message: "the lock's session stopped".into() }),
     }
@@ -77,7 +104,7 @@ fn take(target: &ServerTarget, key: &LockKey, holder: &Holder) -> Result<postgre
     config.options(&format!(
         "{options}-c tcp_keepalives_idle=30 -c tcp_keepalives_interval=10 -c tcp_keepalives_count=3 -c idle_session_timeout=0"
     ));
-    config.keepalives(true).keepalives_idle(std::time::Duration::from_secs(30));
+    config.keepalives(true).keepalives_idle(Duration::from_secs(30)).tcp_user_timeout(ANSWER_WITHIN);
     let mut client = super::connect(&config, url)?;
     let whole = LockKey::whole();
     let journal = lock_id(&whole);
@@ -184,6 +211,10 @@ impl ServerLock {
 
     pub fn key(&self) -> &LockKey {
         &self.key
+    }
+
+    pub(crate) fn loss(&self) -> &Arc<LockLoss> {
+        &self.loss
     }
 }
 

@@ -116,7 +116,7 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
         ws,
         journal,
         writer,
-        _lock: lock,
+        lock,
         prepared,
         decided,
         run_id: record.id.clone(),

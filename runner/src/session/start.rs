@@ -116,7 +116,7 @@ impl<'w> PreparedRun<'w> {
             ws,
             journal,
             writer,
-            _lock: lock,
+            lock,
             prepared,
             decided: Decided { prior, approvals: HashMap::new(), required_secrets },
             run_id,
@@ -140,7 +140,7 @@ pub struct StartedRun<'w> {
     pub(crate) ws: &'w Workspace,
     pub(crate) journal: Arc<Journal>,
     pub(crate) writer: JournalWriter,
-    pub(crate) _lock: runbook_journal::RunLock,
+    pub(crate) lock: runbook_journal::RunLock,
     pub(crate) prepared: Prepared,
     pub(crate) decided: Decided,
     pub(crate) run_id: String,
@@ -166,7 +166,7 @@ impl StartedRun<'_> {
     /// journals `run_finished`, and feeds every engine event to `reporter` as it happens.
     pub async fn execute(self, mut reporter: Box<dyn Reporter>) -> CliResult<Finished> {
         let started = std::time::Instant::now();
-        let StartedRun { ws, journal, writer, _lock, prepared, decided, run_id, work_dir, rerun, mode, setup } = self;
+        let StartedRun { ws, journal, writer, lock, prepared, decided, run_id, work_dir, rerun, mode, setup } = self;
         writer
             .append(vec![NewEvent::new(
                 run_id.clone(),
@@ -195,6 +195,8 @@ impl StartedRun<'_> {
         let graceful = CancellationToken::new();
         let hard = CancellationToken::new();
         let signals = spawn_signal_handler(graceful.clone(), hard.clone())?;
+        let lock = Arc::new(lock);
+        let lock_watch = watch_lock(Arc::clone(&lock), graceful.clone(), hard.clone());
 
         let runbook = prepared.runbook.clone();
         let context = RunContext {
@@ -220,6 +222,11 @@ impl StartedRun<'_> {
         };
         let summary = engine::execute(context).await;
         signals.abort();
+        lock_watch.abort();
+        // Awaited, so the watch has let go of the lock and it is released below, when this run
+        // ends, not whenever the aborted task happens to be dropped.
+        let _ = lock_watch.await;
+        drop(lock);
         let _ = reporting.await;
         let summary = summary?;
         Ok(Finished {
@@ -230,4 +237,24 @@ impl StartedRun<'_> {
             elapsed: started.elapsed(),
         })
     }
+}
+
+/// Stops the run at once when its lock is lost while it runs (a server ended the session that
+/// held it, and may give the cluster to someone else): running programs are killed, as at a
+/// second Ctrl-C, and the journal refuses the rest of the run's events.
+fn watch_lock(
+    lock: Arc<runbook_journal::RunLock>,
+    graceful: CancellationToken,
+    hard: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            if lock.lost().is_some() {
+                graceful.cancel();
+                hard.cancel();
+                return std::future::pending().await;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    })
 }
