@@ -36,12 +36,41 @@ fn kube_objects(rehearsed: &Rehearsed, resource: &str) -> Vec<Value> {
 fn kill_9_at_ten_moments_of_phase3_then_resume_creates_everything_once() {
     let env = TestEnv::new();
     let rehearsed = Rehearsed::start(&env, 2, LATENCY_SCALE);
+    ten_kills_then_resume(&env, &rehearsed);
+}
+
+/// The same with both people's journals on a PostgreSQL server: the kills land between a
+/// step's action and the server's commit of its outcome as they land between an action and a
+/// file's commit, and a resume reads the server's journal to the same effect.
+#[test]
+fn kill_9_at_ten_moments_of_phase3_with_the_journal_on_a_server_then_resume_creates_everything_once() {
+    use runbook_test_postgres::{PostgresServer, USER};
+    let env = TestEnv::new();
+    let server = PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+    server.create_database("team").unwrap_or_else(|e| panic!("{e}"));
+    let passfile = env.path().join("pgpass");
+    std::fs::write(&passfile, format!("127.0.0.1:{}:*:{USER}:{}\n", server.port(), server.password())).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let state = env.path().join("state");
+    let url = format!("postgres://{USER}@127.0.0.1:{}/team?sslmode=disable", server.port());
+    let envs = [("PGPASSFILE", passfile.as_os_str()), ("RUNBOOK_STATE_DIR", state.as_os_str())];
+    let mut rehearsed = Rehearsed::start_on(&env, 2, LATENCY_SCALE, Some(&url), &envs);
+    assert!(rehearsed.journal.to_string_lossy().starts_with("postgres://"), "{}", rehearsed.journal.display());
+    rehearsed.server =
+        Some(crate::support::ServerAccess { psql: server.bin().join("psql"), password: server.password().to_string() });
+    ten_kills_then_resume(&env, &rehearsed);
+    let audit = rehearsed.command(&env, &["audit", "--verify"]).output().unwrap();
+    assert!(audit.status.success(), "{}", String::from_utf8_lossy(&audit.stderr));
+}
+
+fn ten_kills_then_resume(env: &TestEnv, rehearsed: &Rehearsed) {
     let before = rehearsed.sandbox.requests().len();
     let vars = rehearsed.dir.join("phase3.vars.toml");
     std::fs::write(&vars, format!("pull_secret = \"{}\"\n", rehearsed.dir.join("pull-secret.json").display())).unwrap();
 
     let mut crasher = Crasher::new(Duration::from_millis(1500));
-    crasher.run(&env, &rehearsed, PHASE3, &["--vars", vars.to_str().unwrap()], KILLS, "hypershift-admin");
+    crasher.run(env, rehearsed, PHASE3, &["--vars", vars.to_str().unwrap()], KILLS, "hypershift-admin");
     let seed = crasher.seed;
     let kills = &crasher.kills;
     eprintln!("killed at: {kills:#?}");
@@ -76,12 +105,12 @@ fn kill_9_at_ten_moments_of_phase3_then_resume_creates_everything_once() {
     // The phase ended as an uninterrupted one does.
     let runs = rehearsed.runs_of(PHASE3);
     assert_eq!(runs.len(), 1, "every kill was resumed, never started afresh: {runs:?}");
-    let status = rehearsed.command(&env, &["--output", "json", "status", &runs[0]]).output().unwrap();
+    let status = rehearsed.command(env, &["--output", "json", "status", &runs[0]]).output().unwrap();
     let status: Value =
         serde_json::from_str(String::from_utf8_lossy(&status.stdout).lines().last().unwrap_or("{}")).unwrap();
     assert_eq!(status["status"], "succeeded", "seed {seed}: {status}");
 
-    let clusters = kube_objects(&rehearsed, "hostedclusters");
+    let clusters = kube_objects(rehearsed, "hostedclusters");
     assert_eq!(clusters.len(), 1, "seed {seed}: {clusters:#?}");
     let available = clusters[0]["status"]["conditions"]
         .as_array()
@@ -89,7 +118,7 @@ fn kill_9_at_ten_moments_of_phase3_then_resume_creates_everything_once() {
         .flatten()
         .any(|c| c["type"] == "Available" && c["status"] == "True");
     assert!(available, "seed {seed}: {:#}", clusters[0]);
-    let node_pools = kube_objects(&rehearsed, "nodepools");
+    let node_pools = kube_objects(rehearsed, "nodepools");
     assert_eq!(node_pools.len(), 1, "seed {seed}: {node_pools:#?}");
 
     // The node pool's VMs: as many as its replicas, and none ever seen that is gone now (a VM

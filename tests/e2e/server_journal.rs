@@ -238,6 +238,59 @@ inputs.argv = ["{stepper}", "append", "{dir}/log", "after"]
     assert_eq!(audit.code, 0, "{}", audit.all());
 }
 
+/// A lock's session ended under a live run (an administrator's `pg_terminate_backend`, as a
+/// dropped network ends it): the server frees the lock, so the runner must stop. It journals
+/// nothing after the loss, says so, and another operator resumes the run from where it stood.
+#[test]
+fn a_run_whose_lock_session_ends_stops_and_another_operator_resumes_it() {
+    let env = TestEnv::new();
+    let team = Team::start(&env);
+    let runbook = crate::cluster_locks::clustered_runbook(&env);
+    let (alice, bob) = (env.path().join("state-alice"), env.path().join("state-bob"));
+    let mut holder = team.command(&env, &alice, &["run", &runbook, "--var", "cluster=blue"]);
+    let mut holder = holder.stderr(std::process::Stdio::piped()).spawn().expect("alice's run");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !std::fs::read_to_string(env.path().join("log-blue")).unwrap_or_default().contains("started") {
+        assert!(holder.try_wait().unwrap().is_none(), "alice's run ended before its step");
+        assert!(std::time::Instant::now() < deadline, "alice's step never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let events_before = team.psql("SELECT count(*) FROM runbook.events");
+    // The session holding the cluster's advisory lock (exclusive; the journal's is shared).
+    let ended = team.psql(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND granted",
+    );
+    assert_eq!(ended, "1");
+    // The runner notices, kills the step's program (it waits for a release that never comes:
+    // the step's own timeout is 120 s, so only the loss ends it sooner) and stops.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while holder.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the runner went on after its lock was lost");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let output = holder.wait_with_output().unwrap();
+    assert!(!env.log("log-blue").contains(&"done".to_string()), "the step ran on after the loss");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("lock on `")
+            && stderr.contains("cluster=blue` was lost")
+            && stderr.contains("nothing after the loss was journaled"),
+        "{stderr}"
+    );
+    assert_eq!(team.psql("SELECT count(*) FROM runbook.events"), events_before, "events were journaled after the loss");
+
+    share_key(&alice, &bob);
+    let run = team.psql("SELECT id FROM runbook.runs WHERE vars::jsonb ->> 'cluster' = 'blue'");
+    let status = team.runbook(&env, &bob, &["status", &run]);
+    assert!(status.stdout.contains(&format!("run {run} of clustered (interrupted)")), "{}", status.all());
+    std::fs::write(env.path().join("release-blue"), "").unwrap();
+    let resumed = team.runbook(&env, &bob, &["resume", &run, "--rerun-interrupted"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.all());
+    let audit = team.runbook(&env, &bob, &["audit", "--verify"]);
+    assert_eq!(audit.code, 0, "{}", audit.all());
+}
+
 /// The key file an operator's client keeps (one journal per test here).
 fn key_file(state: &Path) -> PathBuf {
     std::fs::read_dir(state.join("journals"))

@@ -339,6 +339,35 @@ pub struct Rehearsed {
     pub dir: PathBuf,
     /// The stand-ins (`hypershift`, `ccoctl`) the rehearsal linked, first on the programs' PATH.
     bin: PathBuf,
+    /// What the rehearsal was started with besides (a server journal's password file and state
+    /// directory): every later command gets it too.
+    envs: Vec<(String, std::ffi::OsString)>,
+    /// How the test reads the journals when they are on a server.
+    pub server: Option<ServerAccess>,
+}
+
+/// A server journal as the test reads it behind the runner's back: `psql` with the password.
+pub struct ServerAccess {
+    pub psql: PathBuf,
+    pub password: String,
+}
+
+impl ServerAccess {
+    /// One value per row of `sql` on the database of `url` (a journal's URL).
+    pub fn rows(&self, url: &Path, sql: &str) -> Vec<String> {
+        let out = Command::new(&self.psql)
+            .arg(url)
+            .args(["-v", "ON_ERROR_STOP=1", "-tA", "-c", sql])
+            .env("PGPASSWORD", &self.password)
+            .output()
+            .expect("psql starts");
+        assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+    }
+
+    fn number(&self, url: &Path, sql: &str) -> i64 {
+        self.rows(url, sql).first().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("a number from {sql}"))
+    }
 }
 
 impl Rehearsed {
@@ -392,6 +421,8 @@ impl Rehearsed {
             journal: PathBuf::from(to["journal"].as_str().expect("the second person's journal")),
             dir: PathBuf::from(to["dir"].as_str().expect("the second person's directory")),
             bin: first_dir.join("bin"),
+            envs: envs.iter().map(|(k, v)| (k.to_string(), v.to_os_string())).collect(),
+            server: None,
         }
     }
 
@@ -407,6 +438,7 @@ impl Rehearsed {
         let path = format!("{}:{}", self.bin.display(), std::env::var("PATH").unwrap_or_default());
         let mut command = env.command_on(journal, args);
         command.current_dir(dir).envs(&self.sandbox.settings).env("PATH", path);
+        command.envs(self.envs.iter().map(|(k, v)| (k, v)));
         command
     }
 
@@ -424,48 +456,81 @@ impl Rehearsed {
 
     /// The runs of `runbook` in the journal, oldest first.
     pub fn runs_of(&self, runbook: &str) -> Vec<String> {
-        self.query("SELECT id FROM runs WHERE runbook = ?1 ORDER BY rowid", runbook)
+        match &self.server {
+            Some(server) => server
+                .rows(&self.journal, &format!("SELECT id FROM runbook.runs WHERE runbook = '{runbook}' ORDER BY ord")),
+            None => self.query("SELECT id FROM runs WHERE runbook = ?1 ORDER BY rowid", runbook),
+        }
     }
 }
 
 /// A read-only view of a journal another process is writing, polled while it runs: what the
-/// events after a given sequence number say about how far the run has got.
-struct JournalWatch {
-    db: rusqlite::Connection,
+/// events after a given sequence number say about how far the run has got. A file is read with
+/// SQLite; a server journal with `psql`, the same questions in its SQL.
+enum JournalWatch<'a> {
+    File(rusqlite::Connection),
+    Server { access: &'a ServerAccess, url: &'a Path },
 }
 
-impl JournalWatch {
-    fn open(journal: &Path) -> JournalWatch {
-        let db = rusqlite::Connection::open_with_flags(journal, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .expect("open journal");
-        JournalWatch { db }
-    }
-
-    fn one(&self, sql: &str, since: i64) -> i64 {
-        self.db.query_row(sql, [since], |row| row.get(0)).expect("journal query")
+impl JournalWatch<'_> {
+    fn open(rehearsed: &Rehearsed) -> JournalWatch<'_> {
+        match &rehearsed.server {
+            Some(access) => JournalWatch::Server { access, url: &rehearsed.journal },
+            None => JournalWatch::File(
+                rusqlite::Connection::open_with_flags(&rehearsed.journal, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                    .expect("open journal"),
+            ),
+        }
     }
 
     /// The sequence number of the latest event.
     fn last_seq(&self) -> i64 {
-        self.db.query_row("SELECT coalesce(max(seq), 0) FROM events", [], |row| row.get(0)).expect("journal query")
+        match self {
+            JournalWatch::File(db) => {
+                db.query_row("SELECT coalesce(max(seq), 0) FROM events", [], |row| row.get(0)).expect("journal query")
+            }
+            JournalWatch::Server { access, url } => {
+                access.number(url, "SELECT coalesce(max(seq), 0) FROM runbook.events")
+            }
+        }
     }
 
     /// Events of `kind` after `since`.
     fn count(&self, kind: &str, since: i64) -> i64 {
-        let mut statement =
-            self.db.prepare_cached("SELECT count(*) FROM events WHERE kind = ?1 AND seq > ?2").expect("query");
-        statement.query_row(rusqlite::params![kind, since], |row| row.get(0)).expect("journal query")
+        match self {
+            JournalWatch::File(db) => {
+                let mut statement =
+                    db.prepare_cached("SELECT count(*) FROM events WHERE kind = ?1 AND seq > ?2").expect("query");
+                statement.query_row(rusqlite::params![kind, since], |row| row.get(0)).expect("journal query")
+            }
+            JournalWatch::Server { access, url } => access
+                .number(url, &format!("SELECT count(*) FROM runbook.events WHERE kind = '{kind}' AND seq > {since}")),
+        }
     }
 
     /// Steps that succeeded, or were passed over, after `since`: what no later attempt runs.
     fn settled(&self, since: i64) -> i64 {
-        self.one(
-            "SELECT count(DISTINCT step) FROM (SELECT step FROM events WHERE seq > ?1 AND (kind = 'step_skipped' \
-             OR (kind = 'step_finished' AND json_extract(data, '$.status') = 'succeeded')) \
-             UNION ALL SELECT json_extract(j.value, '$.step') FROM events AS e, json_each(e.data, '$.steps') AS j \
-             WHERE e.seq > ?1 AND e.kind = 'steps_reused')",
-            since,
-        )
+        match self {
+            JournalWatch::File(db) => db
+                .query_row(
+                    "SELECT count(DISTINCT step) FROM (SELECT step FROM events WHERE seq > ?1 AND (kind = 'step_skipped' \
+                     OR (kind = 'step_finished' AND json_extract(data, '$.status') = 'succeeded')) \
+                     UNION ALL SELECT json_extract(j.value, '$.step') FROM events AS e, json_each(e.data, '$.steps') AS j \
+                     WHERE e.seq > ?1 AND e.kind = 'steps_reused')",
+                    [since],
+                    |row| row.get(0),
+                )
+                .expect("journal query"),
+            JournalWatch::Server { access, url } => access.number(
+                url,
+                &format!(
+                    "SELECT count(DISTINCT step) FROM (SELECT step FROM runbook.events WHERE seq > {since} AND (kind = 'step_skipped' \
+                     OR (kind = 'step_finished' AND data::jsonb ->> 'status' = 'succeeded')) \
+                     UNION ALL SELECT j ->> 'step' FROM runbook.events AS e, jsonb_array_elements(e.data::jsonb -> 'steps') AS j \
+                     WHERE e.seq > {since} AND e.kind = 'steps_reused') AS settled"
+                ),
+            ),
+        }
     }
 }
 
@@ -590,7 +655,7 @@ impl Crasher {
             .collect();
         moments.sort();
         moments.reverse();
-        let watch = JournalWatch::open(&rehearsed.journal);
+        let watch = JournalWatch::open(rehearsed);
         let earlier = rehearsed.runs_of(runbook);
         // Everything journaled from here on is this runbook's run (and its approvals).
         let start = watch.last_seq();
