@@ -5,6 +5,7 @@
 //! deletes, alters or rolls back rows is caught by every client that saw them.
 
 pub mod admin;
+mod known_end;
 mod lock;
 mod passfile;
 mod reader;

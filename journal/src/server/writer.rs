@@ -8,6 +8,7 @@ use std::sync::Arc;
 use postgres::{Client, SimpleQueryMessage, Statement};
 use runbook_clock::Clock;
 
+use super::known_end::{self, Fast};
 use super::{ServerTarget, end_problems, pg, tampered, witness_seq};
 use crate::anchor::{self, Anchor, Tail};
 use crate::error::Error;
@@ -42,6 +43,11 @@ pub(crate) fn spawn(target: ServerTarget, keys: Arc<Keys>, clock: Clock) -> Resu
 struct Session {
     client: Client,
     statements: Statements,
+    /// The chain's end as this session's last commit left it; `None` until a commit has, and
+    /// after anything went wrong. With it, the next lone append takes one round trip.
+    known_end: Option<Tail>,
+    /// Whether strings can go into a query as literals quoted by doubling `'` alone.
+    plain_literals: bool,
 }
 
 struct Statements {
@@ -66,7 +72,11 @@ impl Session {
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             )?,
         };
-        Ok(Session { client, statements })
+        let plain_literals = client
+            .query_one("SHOW standard_conforming_strings", &[])
+            .map(|row| row.get::<_, String>(0) == "on")
+            .map_err(|e| pg(url, e))?;
+        Ok(Session { client, statements, known_end: None, plain_literals })
     }
 }
 
@@ -165,6 +175,19 @@ fn commit_batch(
     jobs: &[Job],
 ) -> Result<Vec<Outcome>, Error> {
     let url = target.shown.as_str();
+    if let ([job], Some(end)) = (jobs, session.known_end.take())
+        && session.plain_literals
+        // The witness still names the end this session left: no other process of this operator
+        // has moved it since, so the end the server holds is checked by the query itself.
+        && matches!(head::read(&target.files, keys)?, head::Found::Names(named) if named == end)
+        && let Fast::Committed(seqs, tail) =
+            known_end::commit_after(&mut session.client, url, keys, clock, &end, job)?
+    {
+        let mut outcomes = vec![Ok(seqs)];
+        publish(target, keys, end.last_seq, &tail, &mut outcomes);
+        session.known_end = outcomes[0].is_ok().then_some(tail);
+        return Ok(outcomes);
+    }
     let statements = &session.statements;
     // The witness before the snapshot (`head.rs` on ordering).
     let found = head::read(&target.files, keys)?;
@@ -181,6 +204,7 @@ fn commit_batch(
     {
         hashes.insert(seq, row.get(0));
     }
+    let anchor_moves = anchor_row.as_ref().is_some_and(|a| a.head_kept);
     let end = super::End { tail: tail.clone(), anchor: anchor_row, hashes };
     let problems = end_problems(&target.files, keys, &found, &end);
     if !problems.is_empty() {
@@ -227,6 +251,9 @@ fn commit_batch(
     open.committed = true;
     open.statement(&finish)?;
     publish(target, keys, start, &tail, &mut outcomes);
+    // The end is known when this commit moved the anchor to it and the witness followed.
+    let known = anchor_moves && tail.last_seq > 0 && outcomes.iter().all(Result::is_ok);
+    session.known_end = known.then_some(tail);
     Ok(outcomes)
 }
 
@@ -247,6 +274,7 @@ fn publish(target: &ServerTarget, keys: &Keys, start: i64, tail: &Tail, outcomes
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::anchor::Tail;
     use crate::event::{EventData, GateWaiting};
     use crate::records::{NewEvent, NewRun};
     use serde_json::json;
@@ -304,5 +332,78 @@ mod tests {
         .join()
         .unwrap();
         drop((target, keys, server));
+    }
+
+    /// A session that knows the end commits in one round trip; another client's append since,
+    /// or rows an administrator took back, make it read the end again under the anchor's lock,
+    /// which keeps one chain in the first case and refuses to append in the second.
+    #[test]
+    fn the_known_end_is_used_only_while_the_server_still_ends_there() {
+        let server = runbook_test_postgres::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+        let state = tempfile::tempdir().unwrap();
+        let url =
+            format!("postgres://{}@127.0.0.1:{}/postgres?sslmode=disable", runbook_test_postgres::USER, server.port());
+        let mut config: postgres::Config = url.parse().unwrap();
+        config.password(server.password());
+        let keys = Keys::from_master(&[5; 32]);
+        // Two clients of two operators: witnesses of their own.
+        let ours = ServerTarget { config: config.clone(), shown: url.clone(), files: state.path().join("ours") };
+        let theirs = ServerTarget { config, shown: url.clone(), files: state.path().join("theirs") };
+        // On a thread of its own: the blocking client must not run inside the test's runtime.
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let mut client = super::super::connect(&ours.config, &ours.shown).unwrap();
+                super::super::schema::create(&mut client, &ours.shown, &keys).unwrap();
+                let clock = Clock::system();
+                // Every statement logged: which commits took one round trip is read from the log.
+                // (A role's setting applies to every session it starts from now on.)
+                client.batch_execute("ALTER ROLE CURRENT_USER SET log_statement = 'all'").unwrap();
+                let mut mine = Session::connect(&ours).unwrap();
+                assert!(mine.plain_literals);
+                let append = |session: &mut Session, target: &ServerTarget| {
+                    commit_batch(session, target, &keys, &clock, &[Job::Append(vec![event("r1")])])
+                        .map(|mut outcomes| outcomes.remove(0))
+                };
+                commit_batch(&mut mine, &ours, &keys, &clock, &[Job::CreateRun(run("r1"))]).unwrap()[0]
+                    .as_ref()
+                    .unwrap();
+                assert_eq!(mine.known_end.as_ref().map(|t| t.last_seq), Some(1));
+                assert_eq!(append(&mut mine, &ours).unwrap().unwrap(), vec![2]);
+                assert_eq!(append(&mut mine, &ours).unwrap().unwrap(), vec![3]);
+                assert_eq!(mine.known_end.as_ref().map(|t| t.last_seq), Some(3));
+                let one_trip = |log: String| log.matches("UPDATE runbook.anchor SET seq = CASE").count();
+                assert_eq!(one_trip(server.log()), 2, "the two appends after the run's took one round trip each");
+
+                // Another operator appends: the known end is stale, and the append goes after theirs.
+                let mut other = Session::connect(&theirs).unwrap();
+                assert_eq!(append(&mut other, &theirs).unwrap().unwrap(), vec![4]);
+                assert_eq!(append(&mut mine, &ours).unwrap().unwrap(), vec![5]);
+                let rows = client.query("SELECT prev, hash FROM runbook.events ORDER BY seq", &[]).unwrap();
+                for pair in rows.windows(2) {
+                    assert_eq!(pair[1].get::<_, String>(0), pair[0].get::<_, String>(1), "one chain");
+                }
+
+                // An administrator takes the last event back and puts the anchor where it was before
+                // it: this session's known end is gone, and its next append is refused, not made.
+                let before: (i64, String) = {
+                    let row = client.query_one("SELECT seq, hash FROM runbook.events WHERE seq = 4", &[]).unwrap();
+                    (row.get(0), row.get(1))
+                };
+                let mac = anchor::naming(&keys, &Tail { last_seq: before.0, last_hash: before.1.clone() }).mac;
+                client
+                    .batch_execute(&format!(
+                        "ALTER TABLE runbook.events DISABLE TRIGGER events_append_only;
+                     DELETE FROM runbook.events WHERE seq = 5;
+                     UPDATE runbook.anchor SET seq = 4, hash = '{}', mac = '{mac}'",
+                        before.1
+                    ))
+                    .unwrap();
+                let refused = append(&mut mine, &ours);
+                assert!(matches!(refused, Err(Error::Tampered { .. })), "{refused:?}");
+                let count: i64 = client.query_one("SELECT count(*) FROM runbook.events", &[]).unwrap().get(0);
+                assert_eq!(count, 4, "nothing was appended to the rolled-back journal");
+            });
+        });
+        drop(server);
     }
 }
