@@ -1,16 +1,12 @@
 //! A commit in one round trip, when this writer knows the chain's end: the end its own last
-//! commit left (and its witness still names). The whole transaction goes in one query: the
-//! anchor moves only if it still names that end and the events still end there (else the anchor's
-//! NOT NULL refuses the update and the transaction is rolled back), and the events are inserted
-//! only once the anchor names them. Anything else, a concurrent appender included, falls back to
-//! the full commit (`writer.rs`), which reads the end under the anchor's lock and checks the
-//! witness against it.
-//!
-//! Values go into the query as literals, since the simple protocol that carries several
-//! statements takes no parameters: strings are quoted by doubling `'`, which is all a literal
-//! needs while `standard_conforming_strings` is on (checked when the session connects).
+//! commit left (and its witness still names). The whole transaction is one prepared statement,
+//! committed on its own: the anchor moves only if it still names that end and the events still
+//! end there (else the anchor's NOT NULL refuses the update and nothing is written), and the
+//! events are inserted only once the anchor names them. Anything else, a concurrent appender
+//! included, falls back to the full commit (`writer.rs`), which reads the end under the anchor's
+//! lock and checks the witness against it.
 
-use postgres::{Client, SimpleQueryMessage};
+use postgres::{Client, Statement};
 use runbook_clock::Clock;
 
 use super::pg;
@@ -19,6 +15,22 @@ use crate::error::Error;
 use crate::keys::Keys;
 use crate::records::RunRecord;
 use crate::writer::{ChainTx, Job, UnsavedEvent, write_job_to};
+
+/// The statement: `$1`..`$3` the end this session left and its anchor's MAC, `$4`..`$6` the new
+/// end and its MAC, `$7`.. the events, one array per column.
+pub(super) const APPEND_AFTER: &str = "
+    WITH moved AS (
+        UPDATE runbook.anchor SET
+            seq = CASE WHEN seq = $1 AND hash = $2 AND mac = $3
+                AND (SELECT max(seq) FROM runbook.events) = $1
+                AND (SELECT hash FROM runbook.events WHERE seq = $1) = $2 THEN $4::bigint END,
+            hash = $5, mac = $6
+        WHERE id = 1 AND head_kept
+        RETURNING seq)
+    INSERT INTO runbook.events (seq, ts, run_id, kind, step, attempt, data, prev, hash)
+        SELECT * FROM unnest($7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[],
+                             $13::text[], $14::text[], $15::text[])
+        WHERE EXISTS (SELECT 1 FROM moved)";
 
 /// What the one-round-trip commit did.
 pub(super) enum Fast {
@@ -31,6 +43,7 @@ pub(super) enum Fast {
 /// Commits `job` after `end` in one round trip, if the server's end is still `end`.
 pub(super) fn commit_after(
     client: &mut Client,
+    statement: &Statement,
     url: &str,
     keys: &Keys,
     clock: &Clock,
@@ -38,84 +51,73 @@ pub(super) fn commit_after(
     job: &Job,
 ) -> Result<Fast, Error> {
     let Job::Append(_) = job else { return Ok(Fast::Declined) };
-    let mut rows = Collected::default();
+    let mut rows = Columns::default();
     let mut tail = end.clone();
     let seqs = write_job_to(&mut rows, keys, std::path::Path::new(url), clock, &mut tail, job)?;
-    if rows.values.is_empty() {
+    if rows.seq.is_empty() {
         return Ok(Fast::Declined);
     }
     let (before, after) = (anchor::naming(keys, end), anchor::naming(keys, &tail));
-    let query = format!(
-        "BEGIN;
-         UPDATE runbook.anchor SET seq = CASE WHEN seq = {old} AND hash = {old_hash} AND mac = {old_mac}
-             AND (SELECT max(seq) FROM runbook.events) = {old}
-             AND (SELECT hash FROM runbook.events WHERE seq = {old}) = {old_hash} THEN {new} END,
-           hash = {new_hash}, mac = {new_mac}
-         WHERE id = 1 AND head_kept;
-         INSERT INTO runbook.events (seq, ts, run_id, kind, step, attempt, data, prev, hash)
-           SELECT * FROM (VALUES {values}) AS appended
-           WHERE EXISTS (SELECT 1 FROM runbook.anchor WHERE id = 1 AND seq = {new} AND hash = {new_hash});
-         COMMIT",
-        old = end.last_seq,
-        old_hash = literal(&end.last_hash),
-        old_mac = literal(&before.mac),
-        new = tail.last_seq,
-        new_hash = literal(&tail.last_hash),
-        new_mac = literal(&after.mac),
-        values = rows.values.join(", "),
+    let inserted = client.execute(
+        statement,
+        &[
+            &end.last_seq,
+            &end.last_hash,
+            &before.mac,
+            &tail.last_seq,
+            &tail.last_hash,
+            &after.mac,
+            &rows.seq,
+            &rows.ts,
+            &rows.run_id,
+            &rows.kind,
+            &rows.step,
+            &rows.attempt,
+            &rows.data,
+            &rows.prev,
+            &rows.hash,
+        ],
     );
-    match client.simple_query(&query) {
-        Ok(messages) => {
-            let counts: Vec<u64> = messages
-                .iter()
-                .filter_map(|m| if let SimpleQueryMessage::CommandComplete(n) = m { Some(*n) } else { None })
-                .collect();
-            // BEGIN, UPDATE, INSERT, COMMIT: the anchor's row moved and every event went in.
-            if counts.len() == 4 && counts[1] == 1 && counts[2] == rows.values.len() as u64 {
-                Ok(Fast::Committed(seqs, tail))
-            } else {
-                // Nothing was written: the anchor did not move, so no event was inserted.
-                Ok(Fast::Declined)
-            }
-        }
+    match inserted {
+        // Every event went in, so the anchor moved with them (they are inserted only if it did).
+        Ok(n) if n == rows.seq.len() as u64 => Ok(Fast::Committed(seqs, tail)),
+        // The anchor's row was not there to move: nothing was written.
+        Ok(_) => Ok(Fast::Declined),
         Err(e) if client.is_closed() => Err(pg(url, e)),
-        Err(_) => {
-            // The end moved (or was altered): the rest of the query was skipped, and the
-            // transaction it began is rolled back here.
-            client.batch_execute("ROLLBACK").map_err(|e| pg(url, e))?;
-            Ok(Fast::Declined)
-        }
+        // The end moved, or was altered: the statement was refused whole.
+        Err(_) => Ok(Fast::Declined),
     }
 }
 
-/// A string as an SQL literal (with `standard_conforming_strings` on, backslashes are plain).
-fn literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
-/// The rows a job's events would be inserted as, as VALUES tuples with their types.
+/// A job's events as the statement takes them: one array per column.
 #[derive(Default)]
-struct Collected {
-    values: Vec<String>,
+struct Columns {
+    seq: Vec<i64>,
+    ts: Vec<String>,
+    run_id: Vec<String>,
+    kind: Vec<String>,
+    step: Vec<Option<String>>,
+    attempt: Vec<Option<i64>>,
+    data: Vec<String>,
+    prev: Vec<String>,
+    hash: Vec<String>,
 }
 
-impl ChainTx for Collected {
+impl ChainTx for Columns {
     fn insert_run(&mut self, _: &RunRecord, _: &str, _: &str) -> Result<(), Error> {
         unreachable!("only appends are committed in one round trip")
     }
 
     fn insert_event(&mut self, seq: i64, event: &UnsavedEvent<'_>, prev: &str, hash: &str) -> Result<(), Error> {
-        let step = event.step.map_or("NULL".to_string(), literal);
-        let attempt = event.attempt.map_or("NULL".to_string(), |a| a.to_string());
-        self.values.push(format!(
-            "({seq}::bigint, {}::text, {}::text, {}::text, {step}::text, {attempt}::bigint, {}::text, {}::text, {}::text)",
-            literal(event.ts),
-            literal(event.run_id),
-            literal(event.kind),
-            literal(event.data),
-            literal(prev),
-            literal(hash),
-        ));
+        self.seq.push(seq);
+        self.ts.push(event.ts.to_string());
+        self.run_id.push(event.run_id.to_string());
+        self.kind.push(event.kind.to_string());
+        self.step.push(event.step.map(str::to_string));
+        self.attempt.push(event.attempt);
+        self.data.push(event.data.to_string());
+        self.prev.push(prev.to_string());
+        self.hash.push(hash.to_string());
         Ok(())
     }
 }
