@@ -19,8 +19,10 @@
 //! change the directory and environment of the commands after them.
 //!
 //! `<!-- guide-test: sh COMMAND -->` runs COMMAND without comparing (what the reader does by
-//! hand: put a pull secret in place), and `<!-- guide-test: env NAME=VALUE -->` sets a variable
-//! (who is at the keyboard: `RUNBOOK_USER`, `RUNBOOK_HOST`).
+//! hand: put a pull secret in place), `<!-- guide-test: env NAME=VALUE -->` sets a variable
+//! (who is at the keyboard: `RUNBOOK_USER`, `RUNBOOK_HOST`), and `<!-- guide-test: postgres -->`
+//! gives the reader the PostgreSQL server a page assumes: a real one (Debian's, started on
+//! loopback), a database `team`, the role's password in `~/.pgpass`, and its port in `PGPORT`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -49,6 +51,7 @@ enum Block {
     File { name: String, text: String, fill: bool },
     Sh(String),
     Env(String, String),
+    Postgres,
 }
 
 fn blocks(path: &Path) -> Vec<Block> {
@@ -62,6 +65,8 @@ fn blocks(path: &Path) -> Vec<Block> {
                 out.push(Block::Sh(cmd.to_string()));
             } else if let Some((k, v)) = directive.strip_prefix("env ").and_then(|kv| kv.split_once('=')) {
                 out.push(Block::Env(k.trim().to_string(), v.trim().to_string()));
+            } else if directive == "postgres" {
+                out.push(Block::Postgres);
             } else {
                 panic!("{}:{}: unknown guide-test directive {directive:?}", path.display(), n + 1);
             }
@@ -174,6 +179,8 @@ struct Shell {
     cwd: PathBuf,
     env: BTreeMap<String, String>,
     background: Vec<Child>,
+    /// The PostgreSQL server a page asked for, running until the walkthrough ends.
+    postgres: Option<runbook_test_postgres::PostgresServer>,
     /// Run ids as the guide shows them → as this walkthrough made them.
     bound: HashMap<String, String>,
     norm: Normalizer,
@@ -206,9 +213,24 @@ impl Shell {
             cwd: home.to_path_buf(),
             env,
             background: Vec::new(),
+            postgres: None,
             bound: HashMap::new(),
             norm: Normalizer::new(),
         }
+    }
+
+    /// A PostgreSQL server as the reader of the server journal's page has one: a database
+    /// `team`, the password of the role `runbook` in `~/.pgpass` (0600), the port in `PGPORT`.
+    fn start_postgres(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let server = runbook_test_postgres::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+        server.create_database("team").unwrap_or_else(|e| panic!("{e}"));
+        let passfile = self.home.join(".pgpass");
+        let line = format!("127.0.0.1:{}:*:{}:{}\n", server.port(), runbook_test_postgres::USER, server.password());
+        std::fs::write(&passfile, line).unwrap();
+        std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+        self.env.insert("PGPORT".into(), server.port().to_string());
+        self.postgres = Some(server);
     }
 
     fn command(&self, script: &str) -> Command {
@@ -355,6 +377,7 @@ fn walkthrough() {
                 Block::Env(k, v) => {
                     shell.env.insert(k, v);
                 }
+                Block::Postgres => shell.start_postgres(),
             }
         }
     }
