@@ -20,6 +20,20 @@ fn seeded(id: &str) -> bool {
 fn kill_9_at_ten_moments_of_cleanup_then_resume_completes_every_delete() {
     let env = TestEnv::new();
     let rehearsed = Rehearsed::start(&env, 3, LATENCY_SCALE);
+    ten_kills_then_resume(&env, &rehearsed);
+}
+
+/// The same with both people's journals on a PostgreSQL server.
+#[test]
+fn kill_9_at_ten_moments_of_cleanup_with_the_journal_on_a_server_then_resume_completes_every_delete() {
+    let env = TestEnv::new();
+    let (rehearsed, _server) = Rehearsed::start_on_server(&env, 3, LATENCY_SCALE);
+    ten_kills_then_resume(&env, &rehearsed);
+    let audit = rehearsed.command(&env, &["audit", "--verify"]).output().unwrap();
+    assert!(audit.status.success(), "{}", String::from_utf8_lossy(&audit.stderr));
+}
+
+fn ten_kills_then_resume(env: &TestEnv, rehearsed: &Rehearsed) {
     let before = rehearsed.sandbox.requests().len();
     let applications_before: Vec<Value> = rehearsed.sandbox.state()["applications"].as_array().cloned().unwrap();
     assert!(!applications_before.is_empty(), "Phase 1 registered applications");
@@ -27,8 +41,8 @@ fn kill_9_at_ten_moments_of_cleanup_then_resume_completes_every_delete() {
     std::fs::write(&vars, "delete_persistent_rg = true\n").unwrap();
 
     let mut crasher = Crasher::new(Duration::from_millis(1500));
-    crasher.run(&env, &rehearsed, "cleanup-hosted-cluster", &[], 5, "hypershift-admin");
-    crasher.run(&env, &rehearsed, "cleanup-shared-resources", &["--vars", vars.to_str().unwrap()], 5, "azure-admin");
+    crasher.run(env, rehearsed, "cleanup-hosted-cluster", &[], 5, "hypershift-admin");
+    crasher.run(env, rehearsed, "cleanup-shared-resources", &["--vars", vars.to_str().unwrap()], 5, "azure-admin");
     let seed = crasher.seed;
     let kills = &crasher.kills;
     eprintln!("killed at: {kills:#?}");
@@ -38,7 +52,7 @@ fn kill_9_at_ten_moments_of_cleanup_then_resume_completes_every_delete() {
     for runbook in ["cleanup-hosted-cluster", "cleanup-shared-resources"] {
         let runs = rehearsed.runs_of(runbook);
         assert_eq!(runs.len(), 1, "{runbook}: every kill was resumed, never started afresh: {runs:?}");
-        let status = rehearsed.command(&env, &["--output", "json", "status", &runs[0]]).output().unwrap();
+        let status = rehearsed.command(env, &["--output", "json", "status", &runs[0]]).output().unwrap();
         let status: Value =
             serde_json::from_str(String::from_utf8_lossy(&status.stdout).lines().last().unwrap_or("{}")).unwrap();
         assert_eq!(status["status"], "succeeded", "seed {seed}, {runbook}: {status}");

@@ -44,21 +44,8 @@ fn kill_9_at_ten_moments_of_phase3_then_resume_creates_everything_once() {
 /// file's commit, and a resume reads the server's journal to the same effect.
 #[test]
 fn kill_9_at_ten_moments_of_phase3_with_the_journal_on_a_server_then_resume_creates_everything_once() {
-    use runbook_test_postgres::{PostgresServer, USER};
     let env = TestEnv::new();
-    let server = PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
-    server.create_database("team").unwrap_or_else(|e| panic!("{e}"));
-    let passfile = env.path().join("pgpass");
-    std::fs::write(&passfile, format!("127.0.0.1:{}:*:{USER}:{}\n", server.port(), server.password())).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let state = env.path().join("state");
-    let url = format!("postgres://{USER}@127.0.0.1:{}/team?sslmode=disable", server.port());
-    let envs = [("PGPASSFILE", passfile.as_os_str()), ("RUNBOOK_STATE_DIR", state.as_os_str())];
-    let mut rehearsed = Rehearsed::start_on(&env, 2, LATENCY_SCALE, Some(&url), &envs);
-    assert!(rehearsed.journal.to_string_lossy().starts_with("postgres://"), "{}", rehearsed.journal.display());
-    rehearsed.server =
-        Some(crate::support::ServerAccess { psql: server.bin().join("psql"), password: server.password().to_string() });
+    let (rehearsed, _server) = Rehearsed::start_on_server(&env, 2, LATENCY_SCALE);
     ten_kills_then_resume(&env, &rehearsed);
     let audit = rehearsed.command(&env, &["audit", "--verify"]).output().unwrap();
     assert!(audit.status.success(), "{}", String::from_utf8_lossy(&audit.stderr));

@@ -376,6 +376,30 @@ impl Rehearsed {
         Rehearsed::start_on(env, phase, latency_scale, None, &[])
     }
 
+    /// [`Rehearsed::start`] with both people's journals on a PostgreSQL server of the test's own
+    /// (returned: it stops when dropped), read by the test with `psql`.
+    pub fn start_on_server(
+        env: &TestEnv,
+        phase: u8,
+        latency_scale: &str,
+    ) -> (Rehearsed, runbook_test_postgres::PostgresServer) {
+        use runbook_test_postgres::{PostgresServer, USER};
+        use std::os::unix::fs::PermissionsExt;
+        let server = PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+        server.create_database("team").unwrap_or_else(|e| panic!("{e}"));
+        let passfile = env.path().join("pgpass");
+        std::fs::write(&passfile, format!("127.0.0.1:{}:*:{USER}:{}\n", server.port(), server.password())).unwrap();
+        std::fs::set_permissions(&passfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let state = env.path().join("state");
+        let url = format!("postgres://{USER}@127.0.0.1:{}/team?sslmode=disable", server.port());
+        let envs = [("PGPASSFILE", passfile.as_os_str()), ("RUNBOOK_STATE_DIR", state.as_os_str())];
+        let mut rehearsed = Rehearsed::start_on(env, phase, latency_scale, Some(&url), &envs);
+        assert!(rehearsed.journal.to_string_lossy().starts_with("postgres://"), "{}", rehearsed.journal.display());
+        rehearsed.server =
+            Some(ServerAccess { psql: server.bin().join("psql"), password: server.password().to_string() });
+        (rehearsed, server)
+    }
+
     /// [`Rehearsed::start`] with the rehearsal's journal at `journal` (a server's URL: the
     /// second person's journal is then a database beside it) and `envs` set for the rehearsal.
     pub fn start_on(
