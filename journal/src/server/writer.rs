@@ -282,15 +282,22 @@ mod tests {
         NewEvent::new(run_id, EventData::GateWaiting(GateWaiting { prompt: "k".into(), persona: None }))
     }
 
-    /// The same batch as the file journal's test: a failing job fails alone, the chain goes on.
-    #[test]
-    fn a_failing_job_in_a_batch_leaves_the_others_and_the_chain_intact() {
+    /// A server of the test's own, its database `postgres` as a journal's URL, and the connection
+    /// settings with the password.
+    fn a_server() -> (runbook_test_postgres::PostgresServer, String, postgres::Config) {
         let server = runbook_test_postgres::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
-        let state = tempfile::tempdir().unwrap();
         let url =
             format!("postgres://{}@127.0.0.1:{}/postgres?sslmode=disable", runbook_test_postgres::USER, server.port());
         let mut config: postgres::Config = url.parse().unwrap();
         config.password(server.password());
+        (server, url, config)
+    }
+
+    /// The same batch as the file journal's test: a failing job fails alone, the chain goes on.
+    #[test]
+    fn a_failing_job_in_a_batch_leaves_the_others_and_the_chain_intact() {
+        let (server, url, config) = a_server();
+        let state = tempfile::tempdir().unwrap();
         let keys = Keys::from_master(&[3; 32]);
         let target = ServerTarget { config, shown: url.clone(), files: state.path().join("j") };
         let (target, keys) = std::thread::spawn(move || {
@@ -334,12 +341,8 @@ mod tests {
     /// which keeps one chain in the first case and refuses to append in the second.
     #[test]
     fn the_known_end_is_used_only_while_the_server_still_ends_there() {
-        let server = runbook_test_postgres::PostgresServer::start().unwrap_or_else(|e| panic!("{e}"));
+        let (server, url, config) = a_server();
         let state = tempfile::tempdir().unwrap();
-        let url =
-            format!("postgres://{}@127.0.0.1:{}/postgres?sslmode=disable", runbook_test_postgres::USER, server.port());
-        let mut config: postgres::Config = url.parse().unwrap();
-        config.password(server.password());
         let keys = Keys::from_master(&[5; 32]);
         // Two clients of two operators: witnesses of their own.
         let ours = ServerTarget { config: config.clone(), shown: url.clone(), files: state.path().join("ours") };
