@@ -825,4 +825,64 @@ fn two_operators_run_phase3_for_two_clusters_at_once_on_one_served_sandbox() {
     for (state, journal) in [(&alice, &first_journal), (&bob, &rehearsed.journal)] {
         ok(as_operator(state, "alice", journal, &rehearsed.dir, &["audit", "--verify"]));
     }
+
+    // The commands that read Azure and the cluster against the journal work on the server as on
+    // a file: `get` (each cluster's own value), `verify` (no drift), `diagnose` over both
+    // people's journals (healthy).
+    let key = "phase3-hosted-cluster.cluster_name";
+    for cluster in ["rehearse", "green"] {
+        let get = ok(as_operator(&bob, "bob", &rehearsed.journal, &rehearsed.dir, &["get", key, "--cluster", cluster]));
+        assert!(get.stdout.lines().any(|l| l == format!("{cluster}-hc")), "{}", get.stdout);
+    }
+    let ambiguous =
+        Run::from(as_operator(&bob, "bob", &rehearsed.journal, &rehearsed.dir, &["get", key]).output().unwrap());
+    assert_eq!(ambiguous.code, 2, "{}", ambiguous.all());
+    assert!(ambiguous.stderr.contains("several clusters: `green`, `rehearse`"), "{}", ambiguous.stderr);
+    ok(as_operator(&bob, "bob", &rehearsed.journal, &rehearsed.dir, &["verify", "phase3-hosted-cluster"]));
+    let second = rehearsed.journal.to_str().unwrap();
+    let diagnosed = ok(as_operator(&bob, "bob", &first_journal, &rehearsed.dir, &["--journal", second, "diagnose"]));
+    assert!(!diagnosed.stdout.is_empty(), "{}", diagnosed.all());
+}
+
+/// A manual gate on a server journal: one operator's run waits at it (exit 5), a colleague with
+/// the journal's key approves it from their own machine, and the first resumes past it.
+#[test]
+fn a_gate_waiting_on_a_server_is_approved_by_another_operator() {
+    let env = TestEnv::new();
+    let team = Team::start(&env);
+    let runbook = env.write(
+        "gate.toml",
+        r#"
+[runbook]
+name = "gate-demo"
+[[steps]]
+id = "prepare"
+kind = "exec"
+inputs.argv = ["{stepper}", "append", "{dir}/log", "prepare"]
+[[steps]]
+id = "signoff"
+kind = "gate"
+after = ["prepare"]
+inputs.approval = { prompt = "Is the DNS delegation in place?", persona = "azure-admin" }
+[[steps]]
+id = "apply"
+kind = "exec"
+after = ["signoff"]
+inputs.argv = ["{stepper}", "append", "{dir}/log", "apply"]
+"#,
+    );
+    let (alice, bob) = (env.path().join("state-alice"), env.path().join("state-bob"));
+    let run = team.runbook(&env, &alice, &["run", runbook.to_str().unwrap(), "--output", "json"]);
+    assert_eq!(run.code, 5, "{}", run.all());
+    let run_id = run.last_json()["run_id"].as_str().unwrap().to_string();
+    share_key(&alice, &bob);
+    let mut approve = team.command(&env, &bob, &["approve", &run_id, "signoff", "--comment", "delegation checked"]);
+    approve.env("RUNBOOK_USER", "bob");
+    let approved = Run::from(approve.output().unwrap());
+    assert_eq!(approved.code, 0, "{}", approved.all());
+    let resumed = team.runbook(&env, &alice, &["resume", &run_id]);
+    assert_eq!(resumed.code, 0, "{}", resumed.all());
+    assert_eq!(env.log("log"), ["prepare", "apply"]);
+    let by = team.psql("SELECT data::jsonb ->> 'by' FROM runbook.events WHERE kind = 'gate_approved'");
+    assert_eq!(by, "bob");
 }

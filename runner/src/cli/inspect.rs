@@ -168,8 +168,8 @@ pub fn outputs(env: &Env, run: Option<&str>) -> CliResult {
 }
 
 /// `step.output` from a run (latest by default), or `runbook.output` from that runbook's
-/// latest checkpoint.
-pub fn get(env: &Env, key: &str, run: Option<&str>) -> CliResult {
+/// latest checkpoint (on `cluster`, when its runs published it for several).
+pub fn get(env: &Env, key: &str, run: Option<&str>, cluster: Option<&str>) -> CliResult {
     let journal = env.require_intact_journal()?;
     let (head, output) = key.rsplit_once('.').ok_or_else(|| {
         CliError::user_hint(
@@ -189,26 +189,49 @@ pub fn get(env: &Env, key: &str, run: Option<&str>) -> CliResult {
         let mut published = journal.events_of_kind_for_runbook(head, runbook_journal::STEP_FINISHED)?;
         published.extend(journal.events_of_kind_for_runbook(head, runbook_journal::HANDOFF_IMPORTED)?);
         published.sort_by_key(|e| e.seq);
+        // Every published value, newest first, with the cluster it was published for.
+        let mut candidates: Vec<(Value, Value, Option<String>)> = Vec::new();
         for event in published.into_iter().rev() {
             match &event.data {
                 EventData::StepFinished(d)
                     if runbook_steps::KindRole::publishes(&d.kind) && d.status == StepStatus::Succeeded =>
                 {
                     if let Some(v) = d.outputs.as_ref().and_then(|o| o.get(output)) {
-                        found = Some(v.clone());
-                        source = json!({ "run": event.run_id });
-                        break;
+                        let on = journal.run(&event.run_id)?.and_then(|r| r.setup()).and_then(|s| s.cluster);
+                        candidates.push((v.clone(), json!({ "run": event.run_id }), on));
                     }
                 }
                 EventData::HandoffImported(d) => {
                     if let Some(v) = d.checkpoints.values().find_map(|o| o.get(output)) {
-                        found = Some(v.clone());
-                        source = import_source(d);
-                        break;
+                        let on = crate::plan::history::exported_cluster(&d.provenance);
+                        candidates.push((v.clone(), import_source(d), on));
                     }
                 }
                 _ => {}
             }
+        }
+        let picked = match cluster {
+            // A value published for no cluster stands for any, as for a run's `requires`.
+            Some(asked) => candidates.into_iter().find(|(_, _, on)| on.as_deref().is_none_or(|on| on == asked)),
+            None => {
+                let mut clusters: Vec<&str> = candidates.iter().filter_map(|(_, _, on)| on.as_deref()).collect();
+                clusters.sort_unstable();
+                clusters.dedup();
+                if clusters.len() > 1 {
+                    return Err(CliError::user_hint(
+                        format!(
+                            "`{key}` was published for several clusters: {}",
+                            clusters.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+                        ),
+                        "name the one you want with --cluster NAME",
+                    ));
+                }
+                candidates.into_iter().next()
+            }
+        };
+        if let Some((value, from, _)) = picked {
+            found = Some(value);
+            source = from;
         }
     }
     let value = found.ok_or_else(|| {

@@ -205,6 +205,10 @@ pub enum Command {
         key: String,
         #[arg(long)]
         run: Option<String>,
+        /// For RUNBOOK.OUTPUT: the cluster whose value to print, when the runbook published it for
+        /// several
+        #[arg(long, value_name = "NAME")]
+        cluster: Option<String>,
     },
     /// Approve a manual gate of a run
     Approve {
@@ -548,7 +552,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Resume { run, vars, rerun } => run::resume(&env, run.as_deref(), &vars, &rerun).await,
         Command::Status { run } => inspect::status(&env, run.as_deref()),
         Command::Outputs { run } => inspect::outputs(&env, run.as_deref()),
-        Command::Get { key, run } => inspect::get(&env, &key, run.as_deref()),
+        Command::Get { key, run, cluster } => inspect::get(&env, &key, run.as_deref(), cluster.as_deref()),
         Command::Approve { run, gate, comment } => approve::approve(&env, &run, &gate, comment),
         Command::Export { target, to, out, sign_with, no_secrets, cluster } => {
             export::export(&env, &export::ExportArgs { target, to, out, sign_with, no_secrets, cluster })
