@@ -85,12 +85,18 @@ impl TokenCredential for SharedTokens {
 }
 
 /// What makes two settings the same sign-in: the credential's choice and everything it reads,
-/// and the authority it asks. The client secret enters only as a digest, so the map of kept
-/// tokens never holds it.
+/// the authority it asks, and the contents of the CA files it trusts. A sandbox has the same
+/// principal, secret and tenant as any other, and may answer on a port (or as Azure's host
+/// names) an earlier one of the same process used: its CA, made when it started, tells it
+/// apart, so its tokens are never offered to another. The client secret enters only as a
+/// digest, so the map of kept tokens never holds it.
 fn sign_in_key(settings: &AzureSettings) -> String {
     use sha2::Digest;
     let principal = settings.service_principal.as_ref();
     let path = |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+    let contents = |p: &Option<std::path::PathBuf>| {
+        p.as_ref().and_then(|p| std::fs::read(p).ok()).map(|b| hex::encode(sha2::Sha256::digest(b))).unwrap_or_default()
+    };
     let fields = [
         format!("{:?}", settings.credential),
         settings.authority_host.clone(),
@@ -100,6 +106,8 @@ fn sign_in_key(settings: &AzureSettings) -> String {
         settings.tenant_id.clone().unwrap_or_default(),
         settings.client_id.clone().unwrap_or_default(),
         path(&settings.federated_token_file),
+        contents(&settings.ca_file),
+        contents(&settings.ssl_cert_file),
     ];
     fields.join("\n")
 }
