@@ -1,5 +1,7 @@
 //! Who is acting: journaled with every run and approval.
 
+use std::sync::Arc;
+
 use runbook_steps::SettingsSource;
 use serde_json::{Value, json};
 
@@ -55,42 +57,44 @@ pub fn who(persona: Option<&str>) -> Value {
 
 /// [`who`] with the Azure principal the run's credential signs in as (object id, app, user,
 /// display name), for a runbook with steps that act on Azure. Looked up once per process and
-/// Azure (a rehearsal's second pass asks nothing again), bounded in time, and on failure
-/// recorded as unknown: the run's first Azure step reports a sign-in problem properly.
+/// Azure (a rehearsal's second pass asks nothing again; a run's doctor check already asked),
+/// bounded in time, and on failure recorded as unknown: the run's first Azure step reports a
+/// sign-in problem properly.
 pub async fn who_signed_in(persona: Option<&str>, runbook: &crate::model::Runbook, azure: &SettingsSource) -> Value {
     let mut who = who(persona);
     if !runbook.steps.iter().any(|s| s.kind.needs().iter().any(|need| need.signs_in_to_azure())) {
         return who;
     }
-    let target = serde_json::to_string(&azure.target()).unwrap_or_default();
-    let key = format!("{target}|{}", azure.var("AZURE_CLIENT_ID").unwrap_or_default());
-    let known = PRINCIPALS.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
-    let principal = match known {
-        Some(principal) => principal,
-        None => {
-            let looked_up = match azure.load() {
-                // Real time: it bounds a network lookup, not a wait of the run.
-                Ok(settings) => tokio::time::timeout(
-                    std::time::Duration::from_secs(15),
-                    runbook_steps::signed_in_principal(&settings),
-                )
-                .await
-                .ok()
-                .and_then(Result::ok),
-                Err(_) => None,
-            };
-            let principal = looked_up.unwrap_or(Value::Null);
-            PRINCIPALS.lock().unwrap_or_else(|p| p.into_inner()).insert(key, principal.clone());
-            principal
-        }
+    let looked_up = match azure.load() {
+        // Real time: it bounds a network lookup, not a wait of the run.
+        Ok(settings) => tokio::time::timeout(std::time::Duration::from_secs(15), signed_in_principal(azure, &settings))
+            .await
+            .ok()
+            .and_then(Result::ok),
+        Err(_) => None,
     };
-    if !principal.is_null() {
+    if let Some(principal) = looked_up.filter(|p| !p.is_null()) {
         who["azure_principal"] = principal;
     }
     who
 }
 
-static PRINCIPALS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, Value>>> =
+/// Who `settings` sign in as ([`runbook_steps::signed_in_principal`]), asked once per process
+/// and Azure: the doctor's sign-in check and the journal's `who` share one lookup, and callers
+/// that come while it is under way wait for its answer instead of asking again.
+pub async fn signed_in_principal(
+    azure: &SettingsSource,
+    settings: &runbook_steps::AzureSettings,
+) -> Result<Value, runbook_steps::StepError> {
+    let target = serde_json::to_string(&azure.target()).unwrap_or_default();
+    let key = format!("{target}|{}", azure.var("AZURE_CLIENT_ID").unwrap_or_default());
+    let lookup = PRINCIPALS.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_default().clone();
+    lookup.get_or_init(|| runbook_steps::signed_in_principal(settings)).await.clone()
+}
+
+type PrincipalLookup = Arc<tokio::sync::OnceCell<Result<Value, runbook_steps::StepError>>>;
+
+static PRINCIPALS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, PrincipalLookup>>> =
     std::sync::LazyLock::new(Default::default);
 
 /// Sortable by time, readable, and unique enough for one journal.

@@ -351,3 +351,24 @@ async fn inputs_that_do_not_fit_the_action_are_refused() {
     assert_eq!(error.code.as_deref(), Some("InvalidInputs"));
     assert!(rig.sandbox.request_log().iter().all(|r| r.service != Service::Arm), "nothing was sent");
 }
+
+#[tokio::test]
+async fn clients_of_one_sign_in_ask_for_one_token_and_another_sandbox_is_asked_for_its_own() {
+    let rig = Rig::start(SandboxConfig::instant()).await;
+    let subscription = json!({"action": "get", "id": "/subscriptions/{subscription}", "api_version": "2022-12-01"});
+    rig.run(subscription.clone()).await.expect("first client reads");
+    // A second kind with the same settings builds a client and a credential of its own.
+    let second = Arm::with_env(support::azure_env(&rig.sandbox, rig._dir.path()));
+    let ctx = StepContext::new("run-1", "step", std::env::temp_dir());
+    second.run(&ctx, &subscription).await.expect("second client reads");
+    let tokens = |sandbox: &Sandbox| {
+        sandbox.request_log().iter().filter(|r| r.service == Service::Entra && r.path.ends_with("/token")).count()
+    };
+    assert_eq!(tokens(&rig.sandbox), 1, "the second client took the first one's token");
+
+    // Another sandbox has the same principal, secret and tenant, but its own CA: its token is
+    // asked of it, never taken from the first.
+    let other = Rig::start(SandboxConfig::instant()).await;
+    other.run(subscription).await.expect("the other sandbox answers with its own token");
+    assert_eq!(tokens(&other.sandbox), 1);
+}

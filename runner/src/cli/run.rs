@@ -59,9 +59,8 @@ pub enum Doctor {
     Skip,
 }
 
-/// The doctor's checks before a run: a failure stops it before anything is written or journaled,
-/// with the same lines `runbook doctor` prints.
-async fn doctor_first(env: &Env, run: &PreparedRun<'_>) -> CliResult<()> {
+/// The doctor's checks before a run (reads only): the lines `runbook doctor` would print.
+async fn doctor_checks(env: &Env, run: &PreparedRun<'_>) -> Vec<crate::doctor::Check> {
     let prepared = &run.prepared;
     let subject = crate::doctor::Subject::from_plan(
         &prepared.runbook,
@@ -70,23 +69,25 @@ async fn doctor_first(env: &Env, run: &PreparedRun<'_>) -> CliResult<()> {
         &prepared.required,
         &run.work_dir,
     );
-    let checks = crate::doctor::checks(&subject, &env.azure, &env.registry).await;
-    let failed = crate::doctor::failures(&checks);
+    crate::doctor::checks(&subject, &env.azure, &env.registry).await
+}
+
+/// The doctor's verdict: a failure stops the run before anything is written or journaled, with
+/// the same lines `runbook doctor` prints.
+fn doctor_verdict(env: &Env, run: &PreparedRun<'_>, checks: &[crate::doctor::Check]) -> CliResult<()> {
+    let name = run.prepared.runbook.name();
+    let failed = crate::doctor::failures(checks);
     if failed == 0 {
         if !checks.is_empty() {
-            env.printer.note(format_args!(
-                "doctor: {} checks passed (`runbook doctor {}` lists them)",
-                checks.len(),
-                prepared.runbook.name()
-            ));
+            env.printer
+                .note(format_args!("doctor: {} checks passed (`runbook doctor {name}` lists them)", checks.len()));
         }
         return Ok(());
     }
     if env.printer.json {
-        env.printer
-            .out(format_args!("{}\n", json!({ "runbook": prepared.runbook.name(), "checks": checks, "ok": false })));
+        env.printer.out(format_args!("{}\n", json!({ "runbook": name, "checks": checks, "ok": false })));
     } else {
-        env.printer.err(crate::doctor::render(prepared.runbook.name(), &checks));
+        env.printer.err(crate::doctor::render(name, checks));
     }
     Err(CliError::user_hint(
         format!("{failed} doctor check{} failed; nothing was run", if failed == 1 { "" } else { "s" }),
@@ -129,9 +130,24 @@ pub async fn run_with(
 /// made first.
 pub(crate) async fn run_request(env: &Env, request: RunRequest, doctor: Doctor) -> CliResult<Finished> {
     let prepared = session::prepare_run(env, request).await?;
-    prepared.preflight_warnings.iter().for_each(|w| env.printer.warning(w));
-    if doctor == Doctor::First {
-        doctor_first(env, &prepared).await?;
+    // Reads only, made at once: the steps' own checks (a storage account name someone else
+    // holds), the doctor's, and who signs in (journaled when the run starts; the doctor's
+    // sign-in check shares the lookup). Nothing is written before all of them are done, and
+    // they are reported in that order: a preflight problem first, as when they ran in turn.
+    let persona = prepared.prepared.runbook.file.runbook.persona.as_deref();
+    let (preflight, checks, _) = tokio::join!(
+        prepared.preflight(),
+        async {
+            match doctor {
+                Doctor::First => Some(doctor_checks(env, &prepared).await),
+                Doctor::Skip => None,
+            }
+        },
+        crate::who::who_signed_in(persona, &prepared.prepared.runbook, &env.azure),
+    );
+    preflight?.iter().for_each(|w| env.printer.warning(w));
+    if let Some(checks) = checks {
+        doctor_verdict(env, &prepared, &checks)?;
     }
     prepared.start().await?.execute(env.printer.reporter()).await
 }

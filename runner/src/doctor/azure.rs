@@ -39,7 +39,21 @@ pub async fn check_azure(subject: &Subject, azure: &runbook_steps::SettingsSourc
             return checks;
         }
     };
-    match runbook_steps::signed_in_principal(&settings).await {
+    // Three reads that need only the settings: who signs in, the permissions listing and the
+    // Graph token's claims, made at once (each waits for its own token, shared with the run's
+    // steps afterwards) and reported in this order; when signing in fails, only that is.
+    let permissions = async {
+        match &settings.subscription_id {
+            Some(id) => Some(check_permissions(subject, registry, blob.rbac, &settings, id).await),
+            None => None,
+        }
+    };
+    let (principal, permissions, graph) = tokio::join!(
+        crate::who::signed_in_principal(azure, &settings),
+        permissions,
+        check_graph(subject, &settings, registry)
+    );
+    match principal {
         Ok(principal) => checks.push(Check::pass("Azure sign-in", principal.to_string())),
         Err(e) => {
             checks.push(Check::fail(
@@ -52,18 +66,18 @@ pub async fn check_azure(subject: &Subject, azure: &runbook_steps::SettingsSourc
             return checks;
         }
     }
-    match &settings.subscription_id {
-        Some(id) => {
+    match (&settings.subscription_id, permissions) {
+        (Some(id), Some(permissions)) => {
             checks.push(Check::pass("Azure subscription", id.clone()));
-            checks.extend(check_permissions(subject, registry, blob.rbac, &settings, id).await);
+            checks.extend(permissions);
         }
-        None => checks.push(Check::fail(
+        _ => checks.push(Check::fail(
             "Azure subscription",
             "none set",
             "set AZURE_SUBSCRIPTION_ID to the subscription the runbook acts on",
         )),
     }
-    checks.extend(check_graph(subject, &settings, registry).await);
+    checks.extend(graph);
     checks
 }
 

@@ -34,12 +34,11 @@ pub struct RunRequest {
     pub rerun: Rerun,
 }
 
-/// A run checked and planned, nothing written yet: the doctor's checks go here, if any.
+/// A run planned, nothing written yet: the steps' own checks ([`PreparedRun::preflight`]) and
+/// the doctor's go here.
 pub struct PreparedRun<'w> {
     ws: &'w Workspace,
     pub prepared: Prepared,
-    /// Checks that could not be made before the run (shown as warnings).
-    pub preflight_warnings: Vec<String>,
     pub work_dir: PathBuf,
     run_id: String,
     inputs: VarInputs,
@@ -49,8 +48,8 @@ pub struct PreparedRun<'w> {
     history: Option<History>,
 }
 
-/// Loads and plans `request` against the journal as it is; refuses whatever the run would refuse
-/// before a side effect. A journal that fails verification is not used at all.
+/// Loads and plans `request` against the journal as it is; refuses whatever the plan shows the
+/// run would refuse. A journal that fails verification is not used at all.
 pub async fn prepare_run(ws: &Workspace, request: RunRequest) -> CliResult<PreparedRun<'_>> {
     let runbook = ws.load_runbook(&request.runbook)?;
     let work_dir = match request.work_dir {
@@ -62,11 +61,9 @@ pub async fn prepare_run(ws: &Workspace, request: RunRequest) -> CliResult<Prepa
     let history = journal.as_deref().map(History::read).transpose()?;
     let known = journal.as_deref().zip(history.as_ref());
     let prepared = prepare(runbook, &request.inputs, known, &run_id, &work_dir, &ws.azure.target())?;
-    let preflight_warnings = preflight(&prepared, &work_dir).await?;
     Ok(PreparedRun {
         ws,
         prepared,
-        preflight_warnings,
         work_dir,
         run_id,
         inputs: request.inputs,
@@ -78,6 +75,13 @@ pub async fn prepare_run(ws: &Workspace, request: RunRequest) -> CliResult<Prepa
 }
 
 impl<'w> PreparedRun<'w> {
+    /// What the steps can check before anything runs (reads only): a decisive failure is an
+    /// error; the checks that could not be made are returned as warnings. A run must not
+    /// [`start`](Self::start) before this has passed.
+    pub async fn preflight(&self) -> CliResult<Vec<String>> {
+        preflight(&self.prepared, &self.work_dir).await
+    }
+
     /// Creates the journal if needed, takes the run lock and journals the run's row. Nothing is
     /// written before this.
     pub async fn start(self) -> CliResult<StartedRun<'w>> {

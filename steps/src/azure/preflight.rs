@@ -27,20 +27,13 @@ pub fn applies_to(id: &str) -> bool {
     storage_account_pattern().is_match(id)
 }
 
-/// For an ensure of a storage account: fine when the account already exists (it is ours) or its
-/// name is free; otherwise the error Azure would give at creation, with a hint.
+/// For an ensure of a storage account: fine when its name is free or the account already exists
+/// (it is ours); otherwise the error Azure would give at creation, with a hint. The name is
+/// checked first: on a first run it is free, and that one answer settles it; the account is read
+/// only when the name is not available, to tell our own account from someone else's.
 pub async fn storage_account_name(session: &mut ArmSession<'_>, id: &str) -> Result<(), StepError> {
-    let pattern = Regex::new(
-        r"(?i)^/subscriptions/([^/]+)/resourceGroups/[^/]+/providers/Microsoft\.Storage/storageAccounts/([^/]+)$",
-    )
-    .expect("valid pattern");
-    let Some(parts) = pattern.captures(id) else { return Ok(()) };
+    let Some(parts) = storage_account_pattern().captures(id) else { return Ok(()) };
     let (subscription, name) = (&parts[1], &parts[2]);
-    let existing = session.call(Method::Get, id, STORAGE_API_VERSION, None).await?;
-    if existing.status != 404 {
-        // Ours already, or something the step itself will report with its full context.
-        return Ok(());
-    }
     let check = session
         .call(
             Method::Post,
@@ -51,6 +44,11 @@ pub async fn storage_account_name(session: &mut ArmSession<'_>, id: &str) -> Res
         .await?;
     let Some(answer) = check.json().filter(|_| check.is_success()) else { return Ok(()) };
     if answer["nameAvailable"] != false {
+        return Ok(());
+    }
+    let existing = session.call(Method::Get, id, STORAGE_API_VERSION, None).await?;
+    if existing.status != 404 {
+        // Ours already, or something the step itself will report with its full context.
         return Ok(());
     }
     let code = match answer["reason"].as_str() {
