@@ -1,9 +1,10 @@
+use std::path::PathBuf;
+
 use crate::support::TestEnv;
 
-#[test]
-fn a_manual_gate_waits_for_approval_then_resume_passes_it() {
-    let env = TestEnv::new();
-    let runbook = env.write(
+/// `prepare`, then a manual gate `signoff`, then `apply`; each exec step logs its name in `log`.
+pub(crate) fn gate_runbook(env: &TestEnv) -> PathBuf {
+    env.write(
         "gate.toml",
         r#"
 [runbook]
@@ -23,7 +24,13 @@ kind = "exec"
 after = ["signoff"]
 inputs.argv = ["{stepper}", "append", "{dir}/log", "apply"]
 "#,
-    );
+    )
+}
+
+#[test]
+fn a_manual_gate_waits_for_approval_then_resume_passes_it() {
+    let env = TestEnv::new();
+    let runbook = gate_runbook(&env);
     let run = env.run(&["run", runbook.to_str().unwrap(), "--output", "json"]);
     assert_eq!(run.code, 5, "waiting for approval exits 5:\n{}", run.all());
     let run_id = run.last_json()["run_id"].as_str().unwrap().to_string();

@@ -850,27 +850,7 @@ fn two_operators_run_phase3_for_two_clusters_at_once_on_one_served_sandbox() {
 fn a_gate_waiting_on_a_server_is_approved_by_another_operator() {
     let env = TestEnv::new();
     let team = Team::start(&env);
-    let runbook = env.write(
-        "gate.toml",
-        r#"
-[runbook]
-name = "gate-demo"
-[[steps]]
-id = "prepare"
-kind = "exec"
-inputs.argv = ["{stepper}", "append", "{dir}/log", "prepare"]
-[[steps]]
-id = "signoff"
-kind = "gate"
-after = ["prepare"]
-inputs.approval = { prompt = "Is the DNS delegation in place?", persona = "azure-admin" }
-[[steps]]
-id = "apply"
-kind = "exec"
-after = ["signoff"]
-inputs.argv = ["{stepper}", "append", "{dir}/log", "apply"]
-"#,
-    );
+    let runbook = crate::approval::gate_runbook(&env);
     let (alice, bob) = (env.path().join("state-alice"), env.path().join("state-bob"));
     let run = team.runbook(&env, &alice, &["run", runbook.to_str().unwrap(), "--output", "json"]);
     assert_eq!(run.code, 5, "{}", run.all());
