@@ -209,10 +209,81 @@ pub struct StepSkipped {
 /// all the reuse decisions made between two appends, so resuming a long run appends one row, not
 /// one per instance. Each names the event that holds the outcome it reuses, which a reader finds
 /// in the same journal (and, for a decision, in the same verified pass).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+///
+/// Stored grouped (`{"reused": [{"from_run", "kind", "steps": [...], "from_seqs": [...]}]}`, one
+/// group per stretch of steps reused from the same run with the same kind): a resume of a long
+/// runbook reuses thousands of steps, and one object per step repeating its run and kind made
+/// the row several times larger, and its commit several times slower. Rows written by earlier
+/// builds (`{"steps": [{"step", "kind", "from_run", "from_seq"}, ...]}`) read as before.
+#[derive(Clone, Debug, PartialEq)]
 pub struct StepsReused {
     pub steps: Vec<ReusedStep>,
+}
+
+/// How a [`StepsReused`] is stored: grouped, or (by earlier builds) one object per step; one of
+/// the two fields, never both.
+#[derive(Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredReuse {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reused: Option<Vec<ReuseGroup>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    steps: Option<Vec<ReusedStep>>,
+}
+
+/// Steps reused from one run, of one kind, in the order they were decided.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReuseGroup {
+    from_run: String,
+    kind: String,
+    steps: Vec<String>,
+    from_seqs: Vec<i64>,
+}
+
+impl Serialize for StepsReused {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut groups: Vec<ReuseGroup> = Vec::new();
+        for step in &self.steps {
+            match groups.last_mut() {
+                Some(group) if group.from_run == step.from_run && group.kind == step.kind => {
+                    group.steps.push(step.step.clone());
+                    group.from_seqs.push(step.from_seq);
+                }
+                _ => groups.push(ReuseGroup {
+                    from_run: step.from_run.clone(),
+                    kind: step.kind.clone(),
+                    steps: vec![step.step.clone()],
+                    from_seqs: vec![step.from_seq],
+                }),
+            }
+        }
+        StoredReuse { reused: Some(groups), steps: None }.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for StepsReused {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let groups = match StoredReuse::deserialize(deserializer)? {
+            StoredReuse { reused: Some(groups), steps: None } => groups,
+            StoredReuse { reused: None, steps: Some(steps) } => return Ok(StepsReused { steps }),
+            _ => return Err(serde::de::Error::custom("reused steps need one of `reused` and `steps`")),
+        };
+        let mut steps = Vec::new();
+        for group in groups {
+            if group.steps.len() != group.from_seqs.len() {
+                return Err(serde::de::Error::custom(format!(
+                    "a group of reused steps names {} steps and {} events they were done in",
+                    group.steps.len(),
+                    group.from_seqs.len()
+                )));
+            }
+            for (step, from_seq) in group.steps.into_iter().zip(group.from_seqs) {
+                steps.push(ReusedStep { step, kind: group.kind.clone(), from_run: group.from_run.clone(), from_seq });
+            }
+        }
+        Ok(StepsReused { steps })
+    }
 }
 
 /// One reused instance of a [`StepsReused`] event.
@@ -451,6 +522,54 @@ mod tests {
         let err =
             EventData::decode(STEPS_REUSED, r#"{"steps":[{"step":"a","kind":"exec","from_run":"r1"}]}"#).unwrap_err();
         assert!(err.contains("missing field `from_seq`"), "{err}");
+    }
+
+    #[test]
+    fn reused_steps_are_stored_grouped_in_their_order_and_earlier_lists_still_read() {
+        let reused = |step: &str, kind: &str, from_run: &str, from_seq| ReusedStep {
+            step: step.into(),
+            kind: kind.into(),
+            from_run: from_run.into(),
+            from_seq,
+        };
+        let steps = vec![
+            reused("a", "exec", "r1", 3),
+            reused("b", "exec", "r1", 5),
+            reused("c", "arm", "r1", 9),
+            reused("d", "exec", "r1", 11),
+            reused("e", "exec", "r2", 20),
+        ];
+        let data = EventData::StepsReused(StepsReused { steps: steps.clone() });
+        let text = data.encode().unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&text).unwrap(),
+            json!({"reused": [
+                {"from_run": "r1", "kind": "exec", "steps": ["a", "b"], "from_seqs": [3, 5]},
+                {"from_run": "r1", "kind": "arm", "steps": ["c"], "from_seqs": [9]},
+                {"from_run": "r1", "kind": "exec", "steps": ["d"], "from_seqs": [11]},
+                {"from_run": "r2", "kind": "exec", "steps": ["e"], "from_seqs": [20]},
+            ]})
+        );
+        assert_eq!(EventData::decode(STEPS_REUSED, &text).unwrap(), data);
+
+        // As builds before the grouping wrote it.
+        let listed = json!({"steps": [
+            {"step": "a", "kind": "exec", "from_run": "r1", "from_seq": 3},
+            {"step": "c", "kind": "arm", "from_run": "r1", "from_seq": 9},
+        ]});
+        let EventData::StepsReused(read) = EventData::decode(STEPS_REUSED, &listed.to_string()).unwrap() else {
+            panic!("not steps_reused")
+        };
+        assert_eq!(read.steps, [steps[0].clone(), steps[2].clone()]);
+
+        for bad in [
+            json!({"reused": [{"from_run": "r1", "kind": "exec", "steps": ["a", "b"], "from_seqs": [3]}]}),
+            json!({"reused": [], "steps": []}),
+            json!({}),
+            json!({"reused": [{"from_run": "r1", "kind": "exec", "steps": ["a"], "from_seqs": [3], "extra": 1}]}),
+        ] {
+            assert!(EventData::decode(STEPS_REUSED, &bad.to_string()).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -107,11 +107,32 @@ impl JournalWriter {
     ) -> Result<Self, Error> {
         let (requests, queue) = mpsc::channel();
         let path = Arc::new(path.to_path_buf());
+        running_writers(1);
         std::thread::Builder::new()
             .name("runbook-journal-writer".to_string())
-            .spawn(move || run(&mut commit, &queue))
-            .map_err(|e| Error::io(path.as_path(), e))?;
+            .spawn(move || {
+                run(&mut commit, &queue);
+                // The store's connection closes with `commit` (for SQLite, the last one to close
+                // checkpoints the write-ahead log), before the thread counts as ended.
+                drop(commit);
+                running_writers(-1);
+            })
+            .map_err(|e| {
+                running_writers(-1);
+                Error::io(path.as_path(), e)
+            })?;
         Ok(JournalWriter { requests, path, locks: WatchedLocks::default() })
+    }
+
+    /// Waits until every writer thread of this process has ended and closed its connection (the
+    /// handles of their journals were dropped), at most `timeout`; whether they all had. What
+    /// a benchmark waits for, so that one journal's closing is not measured as another's work.
+    pub fn wait_for_all_to_close(timeout: std::time::Duration) -> bool {
+        let (count, ended) = &RUNNING_WRITERS;
+        let count = count.lock().unwrap_or_else(|p| p.into_inner());
+        let (count, _) =
+            ended.wait_timeout_while(count, timeout, |running| *running > 0).unwrap_or_else(|p| p.into_inner());
+        *count == 0
     }
 
     /// Appends `events` in one transaction (possibly shared with other callers') and returns
@@ -172,6 +193,19 @@ impl JournalWriter {
 
     fn gone(&self) -> Error {
         Error::Writer { path: self.path.as_path().to_path_buf(), message: "the writer thread has stopped".to_string() }
+    }
+}
+
+/// How many writer threads of this process have not ended yet.
+static RUNNING_WRITERS: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+fn running_writers(change: isize) {
+    let (count, ended) = &RUNNING_WRITERS;
+    let mut count = count.lock().unwrap_or_else(|p| p.into_inner());
+    *count = count.saturating_add_signed(change);
+    if *count == 0 {
+        ended.notify_all();
     }
 }
 

@@ -141,15 +141,21 @@ impl TestEnv {
             .collect()
     }
 
-    /// The `steps_reused` entries naming one step instance, each with the event it names (its
-    /// kind, step and data).
+    /// The `steps_reused` entries naming one step instance (as `{step, kind, from_run,
+    /// from_seq}`), each with the event it names (its kind, step and data). The event stores
+    /// its steps grouped by the run and kind they were reused from, with their events' seqs in
+    /// an array beside them.
     pub fn reuses(&self, step: &str) -> Vec<(serde_json::Value, String, Option<String>, serde_json::Value)> {
         let db = rusqlite::Connection::open(self.journal()).expect("open journal");
         let mut statement = db
             .prepare(
-                "SELECT j.value, s.kind, s.step, s.data FROM events AS e, json_each(e.data, '$.steps') AS j \
-                 JOIN events AS s ON s.seq = json_extract(j.value, '$.from_seq') \
-                 WHERE e.kind = 'steps_reused' AND json_extract(j.value, '$.step') = ?1 ORDER BY e.seq",
+                "SELECT json_object('step', st.value, 'kind', json_extract(g.value, '$.kind'), \
+                        'from_run', json_extract(g.value, '$.from_run'), \
+                        'from_seq', json_extract(g.value, '$.from_seqs[' || st.key || ']')), \
+                        s.kind, s.step, s.data \
+                 FROM events AS e, json_each(e.data, '$.reused') AS g, json_each(g.value, '$.steps') AS st \
+                 JOIN events AS s ON s.seq = json_extract(g.value, '$.from_seqs[' || st.key || ']') \
+                 WHERE e.kind = 'steps_reused' AND st.value = ?1 ORDER BY e.seq",
             )
             .expect("query");
         statement
@@ -539,8 +545,8 @@ impl JournalWatch<'_> {
                 .query_row(
                     "SELECT count(DISTINCT step) FROM (SELECT step FROM events WHERE seq > ?1 AND (kind = 'step_skipped' \
                      OR (kind = 'step_finished' AND json_extract(data, '$.status') = 'succeeded')) \
-                     UNION ALL SELECT json_extract(j.value, '$.step') FROM events AS e, json_each(e.data, '$.steps') AS j \
-                     WHERE e.seq > ?1 AND e.kind = 'steps_reused')",
+                     UNION ALL SELECT st.value FROM events AS e, json_each(e.data, '$.reused') AS g, \
+                     json_each(g.value, '$.steps') AS st WHERE e.seq > ?1 AND e.kind = 'steps_reused')",
                     [since],
                     |row| row.get(0),
                 )
@@ -550,8 +556,8 @@ impl JournalWatch<'_> {
                 &format!(
                     "SELECT count(DISTINCT step) FROM (SELECT step FROM runbook.events WHERE seq > {since} AND (kind = 'step_skipped' \
                      OR (kind = 'step_finished' AND data::jsonb ->> 'status' = 'succeeded')) \
-                     UNION ALL SELECT j ->> 'step' FROM runbook.events AS e, jsonb_array_elements(e.data::jsonb -> 'steps') AS j \
-                     WHERE e.seq > {since} AND e.kind = 'steps_reused') AS settled"
+                     UNION ALL SELECT st FROM runbook.events AS e, jsonb_array_elements(e.data::jsonb -> 'reused') AS g, \
+                     jsonb_array_elements_text(g -> 'steps') AS st WHERE e.seq > {since} AND e.kind = 'steps_reused') AS settled"
                 ),
             ),
         }

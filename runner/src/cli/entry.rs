@@ -8,6 +8,7 @@ use crate::cli::printer::Printer;
 use crate::cli::{self, Cli};
 
 pub fn main() -> ! {
+    crate::cli::allocator::tune();
     #[cfg(feature = "sandbox")]
     runbook_standins::dispatch_by_name();
     let cli = Cli::parse();

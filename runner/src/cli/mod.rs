@@ -1,5 +1,6 @@
 //! The `runbook` command line.
 
+mod allocator;
 mod approve;
 mod audit;
 #[cfg(feature = "sandbox")]

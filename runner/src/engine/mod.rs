@@ -117,7 +117,7 @@ pub async fn execute(ctx: RunContext) -> anyhow::Result<RunSummary> {
     }
 }
 
-async fn run(ctx: RunContext) -> anyhow::Result<RunSummary> {
+async fn run(mut ctx: RunContext) -> anyhow::Result<RunSummary> {
     let clock = ctx.clock.clone();
     let started = clock.now();
     let plan = ctx.plan.clone();
@@ -265,6 +265,12 @@ async fn run(ctx: RunContext) -> anyhow::Result<RunSummary> {
         [finished],
     )
     .await?;
+    drop(scheduler);
+    // What earlier runs left (an outcome for each step: thousands of values for a long runbook)
+    // is freed on a thread of its own, so the run's end does not wait for it. Should no thread
+    // start, it is freed here.
+    let prior = std::mem::take(&mut ctx.prior);
+    let _ = std::thread::Builder::new().name("runbook-free".into()).spawn(move || drop(prior));
     Ok(RunSummary { status, counts })
 }
 

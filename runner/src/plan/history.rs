@@ -163,8 +163,10 @@ impl History {
     ) -> anyhow::Result<Prior> {
         let runs = self.runs_of(runbook, cluster);
         let mut prior = Prior::default();
-        let mut pending: HashMap<(&str, &str, u32), Attempt> = HashMap::new();
-        for row in &self.rows {
+        // Attempts started and not (yet) seen to end, by run, instance and attempt: their rows,
+        // decoded only for those that never end (most end, and most in the very next event).
+        let mut pending: HashMap<(&str, &str, u32), &VerifiedRow> = HashMap::new();
+        for (index, row) in self.rows.iter().enumerate() {
             let Some(made_on) = runs.get(row.run_id.as_str()) else { continue };
             // A hand-off imported from another person's journal publishes its checkpoints here
             // as if they had run locally; nothing else of that runbook's history comes along.
@@ -241,17 +243,22 @@ impl History {
                     }
                 }
             }
-            match row.decode()? {
-                EventData::StepStarted(started) => {
-                    let started = Attempt {
-                        run_id: row.run_id.clone(),
-                        attempt,
-                        message: String::new(),
-                        input_digests: started.input_digests,
-                    };
-                    pending.insert((row.run_id.as_str(), instance, attempt), started);
-                    prior.interrupted.remove(instance);
+            if row.kind == STEP_STARTED {
+                prior.interrupted.remove(instance);
+                // An attempt journaled together with its end (an instant step's) is followed by
+                // that end: it is never pending, and its start need not be read.
+                let ends_next = self.rows.get(index + 1).is_some_and(|next| {
+                    next.kind == STEP_FINISHED
+                        && next.run_id == row.run_id
+                        && next.step == row.step
+                        && next.attempt == row.attempt
+                });
+                if !ends_next {
+                    pending.insert((row.run_id.as_str(), instance, attempt), row);
                 }
+                continue;
+            }
+            match row.decode()? {
                 EventData::StepFinished(finished) => {
                     pending.remove(&(row.run_id.as_str(), instance, attempt));
                     let input_digests = finished.input_digests.unwrap_or_default();
@@ -310,7 +317,14 @@ impl History {
                 _ => {}
             }
         }
-        for ((_, instance, _), attempt) in pending {
+        for ((_, instance, attempt), row) in pending {
+            let EventData::StepStarted(started) = row.decode()? else { continue };
+            let attempt = Attempt {
+                run_id: row.run_id.clone(),
+                attempt,
+                message: String::new(),
+                input_digests: started.input_digests,
+            };
             if prior.done.get(instance).is_none_or(|done| done.run_id != attempt.run_id) {
                 let newer = prior
                     .interrupted

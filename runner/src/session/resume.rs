@@ -28,13 +28,15 @@ pub struct Resumed<'w> {
     pub timings: ResumeTimings,
 }
 
-/// Where the time of a resume went: reading and verifying the journal (and deciding from it
-/// what earlier runs left), loading the runbook and expanding its plan, and the engine
-/// (deciding each step, reusing or running it, journaling).
+/// Where the time of a resume went: reading and verifying the journal while its runbook loads,
+/// resolving the values and expanding the plan, deciding from the history what earlier runs
+/// left (under the run lock), and the engine (deciding each step, reusing or running it,
+/// journaling).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ResumeTimings {
-    pub history: Duration,
+    pub read: Duration,
     pub prepare: Duration,
+    pub decide: Duration,
     pub engine: Duration,
     pub total: Duration,
 }
@@ -42,7 +44,7 @@ pub struct ResumeTimings {
 impl ResumeTimings {
     /// The figures once the run has executed, `executed` after the resume began.
     pub fn executed(mut self, total: Duration) -> Self {
-        self.engine = total.saturating_sub(self.history + self.prepare);
+        self.engine = total.saturating_sub(self.read + self.prepare + self.decide);
         self.total = total;
         self
     }
@@ -52,7 +54,22 @@ impl ResumeTimings {
 /// and decides what the earlier invocations left. `started` is when the resume began.
 pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) -> CliResult<Resumed<'_>> {
     let journal = ws.require_journal()?;
-    let history = History::read(&journal)?;
+    // The runbook is loaded while the journal is verified (each takes tens of milliseconds for a
+    // runbook of thousands of steps). Which runbook comes from the runs table, read before
+    // anything is verified, so it is only a guess: the load is used only when the verified
+    // record names the same runbook, and is done again otherwise.
+    let guess = guessed_locator(&journal, request.run.as_deref());
+    let (history, early) = std::thread::scope(|scope| {
+        let loading = guess.map(|locator| {
+            scope.spawn(move || {
+                let loaded = ws.load_runbook(&locator);
+                (locator, loaded)
+            })
+        });
+        let history = History::read(&journal);
+        (history, loading.map(|loading| loading.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))))
+    });
+    let history = history?;
     let record = match &request.run {
         Some(id) => history.run(id).ok_or_else(|| {
             CliError::user_hint(
@@ -63,7 +80,6 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
         None => latest_not_running(&journal, &history)?,
     }
     .clone();
-    let read_history = started.elapsed();
     if record.is_import() {
         return Err(CliError::user_hint(
             format!("run {} is the import of a hand-off file; there is nothing of it to resume", record.id),
@@ -74,8 +90,12 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
     // Found once: it may read and decode a CA bundle, the same for every check below.
     let target = ws.azure.target();
     check_same_azure(&target, &record, &recorded)?;
-    let locator = recorded.origin.as_ref().map_or(record.runbook.as_str(), |o| o.locator());
-    let runbook = ws.load_runbook(locator)?;
+    let locator = runbook_locator(&record);
+    let runbook = match early {
+        Some((guessed, loaded)) if guessed == locator => loaded?,
+        _ => ws.load_runbook(&locator)?,
+    };
+    let read = started.elapsed();
     // A secret given with `--var` was journaled without its value: it must be given again.
     let mut overrides: Vec<(String, String)> =
         recorded.overrides.iter().filter_map(|(name, value)| Some((name.clone(), value.clone()?))).collect();
@@ -108,8 +128,9 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
         setup.runbook_changed_from = Some(record.runbook_digest.clone());
     }
     let timings = ResumeTimings {
-        history: read_history + (decided_at - prepared_at),
-        prepare: prepared_at - read_history,
+        read,
+        prepare: prepared_at - read,
+        decide: decided_at - prepared_at,
         ..ResumeTimings::default()
     };
     let run = StartedRun {
@@ -126,6 +147,24 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
         setup,
     };
     Ok(Resumed { run, timings })
+}
+
+/// What finds the runbook `record` ran again: the path or bundled name it was started with.
+fn runbook_locator(record: &runbook_journal::RunRecord) -> String {
+    match record.setup().and_then(|setup| setup.origin) {
+        Some(origin) => origin.locator().to_string(),
+        None => record.runbook.clone(),
+    }
+}
+
+/// The runbook the run to resume names, as the runs table says before the journal is verified:
+/// a guess, to start loading it early; None when the table cannot say.
+fn guessed_locator(journal: &runbook_journal::Journal, run: Option<&str>) -> Option<String> {
+    let record = match run {
+        Some(id) => journal.run(id),
+        None => journal.latest_run(None),
+    };
+    record.ok().flatten().map(|record| runbook_locator(&record))
 }
 
 /// A run acts on the cluster it was started on: a resume whose values name another one would
