@@ -148,15 +148,20 @@ pub(crate) fn publish(journal: &Path, keys: &Keys, tail: &Tail) -> Result<(), Er
     // Runs on two keys commit from two processes, and each moves the head after its own commit:
     // the one that committed first may come second. The head only moves forward, so it never
     // goes back to name less than the chain already had.
-    let mut current = vec![0; RECORD_LEN];
+    // One byte more than a record: a read that fills exactly a record found the file's end there.
+    let mut current = [0; RECORD_LEN + 1];
     let read = file.read_at(&mut current, 0).map_err(|e| Error::io(&path, e))?;
     if serde_json::from_slice::<Stored>(&current[..read]).is_ok_and(|stored| stored.seq >= tail.last_seq) {
         return Ok(());
     }
-    file.write_all_at(&bytes, 0)
-        // A longer file (a record written before records were padded is shorter) keeps no tail.
-        .and_then(|()| file.set_len(bytes.len() as u64))
-        .map_err(|e| Error::io(&path, e))
+    file.write_all_at(&bytes, 0).map_err(|e| Error::io(&path, e))?;
+    // A file of another length (a record written before records were padded is shorter) is cut
+    // to the record; one already that long is left alone (truncating it would still rewrite
+    // its metadata on every commit).
+    if read != bytes.len() {
+        file.set_len(bytes.len() as u64).map_err(|e| Error::io(&path, e))?;
+    }
+    Ok(())
 }
 
 /// Whether the head fits the chain ending at `tail`; `Some` says what does not. `conn` must read
@@ -255,6 +260,25 @@ mod tests {
         // A commit of another process that came first publishes late: the head stays.
         publish(&journal, &keys, &Tail { last_seq: 8, last_hash: "ef".repeat(32) }).unwrap();
         assert_eq!(read(&journal, &keys).unwrap(), Found::Names(newer));
+    }
+
+    #[test]
+    fn a_published_head_is_one_record_long_whatever_the_file_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("j.db");
+        let keys = Keys::from_master(&[1; 32]);
+        let path = head_path(&journal);
+        let older = Tail { last_seq: 1, last_hash: "ab".repeat(32) };
+        let unpadded =
+            serde_json::to_vec(&Stored { seq: 1, hash: older.last_hash.clone(), mac: older.mac(&keys, LABEL) });
+        let longer = [encode(&keys, &older).unwrap(), vec![b' '; 300]].concat();
+        for (held, seq) in [(unpadded.unwrap(), 2), (longer, 3), (encode(&keys, &older).unwrap(), 4)] {
+            std::fs::write(&path, &held).unwrap();
+            let newer = Tail { last_seq: seq, last_hash: "cd".repeat(32) };
+            publish(&journal, &keys, &newer).unwrap();
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), RECORD_LEN as u64, "from {} bytes", held.len());
+            assert_eq!(read(&journal, &keys).unwrap(), Found::Names(newer));
+        }
     }
 
     #[test]
