@@ -3,6 +3,7 @@
 //! earlier runbooks published, which gates are approved — is made from that one pass.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use runbook_journal::{
     ChainHead, EventData, GATE_APPROVED, HANDOFF_IMPORTED, HandoffProvenance, Journal, RUN_CREATED, RunRecord,
@@ -37,8 +38,8 @@ pub struct History {
 }
 
 /// The Azure a run acted on, as its record journaled it.
-fn run_target(record: &RunRecord) -> Option<AzureTarget> {
-    serde_json::from_value(record.setup()?.azure).ok()
+fn run_target(record: &RunRecord) -> Option<Arc<AzureTarget>> {
+    serde_json::from_value(record.setup()?.azure).ok().map(Arc::new)
 }
 
 /// The cluster a hand-off's values were published for: the one every exported run names, as
@@ -60,8 +61,8 @@ fn cluster_variable(runbook: &Runbook) -> Option<&str> {
 }
 
 /// The Azure an exported run acted on, as its hand-off names it (`azure` beside its run id).
-fn exported_target(run: &Value) -> Option<AzureTarget> {
-    serde_json::from_value(run.get("azure")?.clone()).ok()
+fn exported_target(run: &Value) -> Option<Arc<AzureTarget>> {
+    serde_json::from_value(run.get("azure")?.clone()).ok().map(Arc::new)
 }
 
 impl History {
@@ -129,7 +130,7 @@ impl History {
     /// The runs of `runbook` on `cluster`, with the Azure each acted on. A run that named no
     /// cluster (a runbook without one, a build before clusters were journaled, the import of
     /// a hand-off that names none) stands for any; no `cluster` takes every run.
-    fn runs_of(&self, runbook: &str, cluster: Option<&str>) -> HashMap<&str, Option<AzureTarget>> {
+    fn runs_of(&self, runbook: &str, cluster: Option<&str>) -> HashMap<&str, Option<Arc<AzureTarget>>> {
         self.runs
             .iter()
             .filter(|r| r.runbook == runbook && self.on_cluster(r, cluster))

@@ -2,6 +2,7 @@
 //! and outputs), which failed last, which were interrupted mid-flight.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use runbook_journal::Journal;
 use runbook_steps::AzureTarget;
@@ -24,7 +25,8 @@ pub struct Done {
     /// brought.
     pub published: bool,
     /// The Azure the run that did (or reused) it acted on; None for runs journaled without one.
-    pub made_on: Option<AzureTarget>,
+    /// Shared by every outcome of that run.
+    pub made_on: Option<Arc<AzureTarget>>,
     /// A checkpoint's files: the SHA-256 of each as it vouched for it, by output name (whose
     /// value is the file's path).
     pub file_sha256: Map<String, Value>,
