@@ -7,6 +7,7 @@ pub mod diagnose;
 pub mod doctor;
 pub mod engine;
 pub mod exit;
+pub(crate) mod free;
 pub mod handoff;
 pub mod model;
 pub mod plan;

@@ -266,11 +266,8 @@ async fn run(mut ctx: RunContext) -> anyhow::Result<RunSummary> {
     )
     .await?;
     drop(scheduler);
-    // What earlier runs left (an outcome for each step: thousands of values for a long runbook)
-    // is freed on a thread of its own, so the run's end does not wait for it. Should no thread
-    // start, it is freed here.
-    let prior = std::mem::take(&mut ctx.prior);
-    let _ = std::thread::Builder::new().name("runbook-free".into()).spawn(move || drop(prior));
+    // What earlier runs left: an outcome for each step, thousands for a long runbook.
+    crate::free::in_background(std::mem::take(&mut ctx.prior));
     Ok(RunSummary { status, counts })
 }
 

@@ -120,7 +120,7 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
         approvals: history.approvals(&record.id)?,
         required_secrets: history.required_secrets(&journal, &prepared.runbook)?,
     };
-    drop(history);
+    crate::free::in_background(history);
     let decided_at = started.elapsed();
     let writer = journal.writer()?;
     let mut setup = crate::session::setup::run_setup(&target, &prepared, &journal, &inputs, &work_dir, fresh);

@@ -233,13 +233,10 @@ impl StartedRun<'_> {
         drop(lock);
         let _ = reporting.await;
         let summary = summary?;
-        Ok(Finished {
-            run_id,
-            runbook: prepared.runbook.name().to_string(),
-            status: summary.status,
-            counts: summary.counts,
-            elapsed: started.elapsed(),
-        })
+        let runbook = prepared.runbook.name().to_string();
+        // The runbook, its plan and its values: a long runbook's are large.
+        crate::free::in_background(prepared);
+        Ok(Finished { run_id, runbook, status: summary.status, counts: summary.counts, elapsed: started.elapsed() })
     }
 }
 
