@@ -77,6 +77,15 @@ impl RunRecord {
         }
     }
 
+    /// What finds the runbook this run was made from again: the path or bundled name it was
+    /// started with, or (for runs journaled without one) its runbook's name.
+    pub fn runbook_locator(&self) -> String {
+        match self.setup().and_then(|setup| setup.origin) {
+            Some(origin) => origin.locator().to_string(),
+            None => self.runbook.clone(),
+        }
+    }
+
     /// Whether this "run" is the import of a hand-off file, which has nothing to resume.
     pub fn is_import(&self) -> bool {
         matches!(serde_json::from_value(self.vars.clone()), Ok(crate::RunVars::Imported { .. }))

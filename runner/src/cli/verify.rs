@@ -71,8 +71,7 @@ fn runs_to_check<'a>(runs: &'a [JournaledRun], runbook: Option<&str>, all: bool)
 /// The runbook a run was made from, for the outputs it reads from objects; None if it cannot be
 /// found any more (the comparison then covers what the inputs asked for only).
 fn runbook_of(env: &Env, record: &RunRecord) -> Option<crate::model::Runbook> {
-    let origin = record.setup().and_then(|setup| setup.origin);
-    env.load_runbook(origin.as_ref().map_or(&record.runbook, |o| o.locator())).ok()
+    env.load_runbook(&record.runbook_locator()).ok()
 }
 
 /// What one checked run's report holds.

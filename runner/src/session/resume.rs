@@ -90,7 +90,7 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
     // Found once: it may read and decode a CA bundle, the same for every check below.
     let target = ws.azure.target();
     check_same_azure(&target, &record, &recorded)?;
-    let locator = runbook_locator(&record);
+    let locator = record.runbook_locator();
     let runbook = match early {
         Some((guessed, loaded)) if guessed == locator => loaded?,
         _ => ws.load_runbook(&locator)?,
@@ -149,14 +149,6 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
     Ok(Resumed { run, timings })
 }
 
-/// What finds the runbook `record` ran again: the path or bundled name it was started with.
-fn runbook_locator(record: &runbook_journal::RunRecord) -> String {
-    match record.setup().and_then(|setup| setup.origin) {
-        Some(origin) => origin.locator().to_string(),
-        None => record.runbook.clone(),
-    }
-}
-
 /// The runbook the run to resume names, as the runs table says before the journal is verified:
 /// a guess, to start loading it early; None when the table cannot say.
 fn guessed_locator(journal: &runbook_journal::Journal, run: Option<&str>) -> Option<String> {
@@ -164,7 +156,7 @@ fn guessed_locator(journal: &runbook_journal::Journal, run: Option<&str>) -> Opt
         Some(id) => journal.run(id),
         None => journal.latest_run(None),
     };
-    record.ok().flatten().map(|record| runbook_locator(&record))
+    record.ok().flatten().map(|record| record.runbook_locator())
 }
 
 /// A run acts on the cluster it was started on: a resume whose values name another one would
