@@ -25,6 +25,8 @@ fn engine_benchmark_reports_the_resume_against_a_read_of_its_events() {
     ] {
         assert!(result[key].as_f64().is_some_and(|v| v.is_finite() && v > 0.0), "{key}: {result:#}");
     }
+    // The chain is measured in rounds, each against bare commits made just before it.
+    assert_eq!(result["chain_rounds"], 3, "{result:#}");
     // A journal in a file is resumed several times from a copy of it as the run left it: the
     // figures are the medians.
     assert_eq!(result["resume_rounds"], 5, "{result:#}");
