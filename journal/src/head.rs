@@ -61,23 +61,15 @@ pub(crate) enum Found {
 pub(crate) fn read(journal: &Path, keys: &Keys) -> Result<Found, Error> {
     let path = head_path(journal);
     let shown = path.display();
-    let metadata = match std::fs::symlink_metadata(&path) {
-        Ok(metadata) => metadata,
+    let not_a_file = || Found::Invalid(format!("the head record `{shown}` is not a regular file (replaced?)"));
+    let bytes = match read_record(&path) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(not_a_file()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::Missing),
+        // A symlink in its place: `O_NOFOLLOW` refuses to open it.
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(not_a_file()),
         Err(e) => return Err(Error::io(&path, e)),
     };
-    if !metadata.is_file() {
-        return Ok(Found::Invalid(format!("the head record `{shown}` is not a regular file (replaced?)")));
-    }
-    let mut bytes = Vec::new();
-    // Under a shared lock: the writer rewrites the record in place under an exclusive one
-    // (`publish`), so a reader never sees half of a rewrite.
-    std::fs::File::open(&path)
-        .and_then(|file| {
-            file.lock_shared()?;
-            (&file).take(MAX_LEN + 1).read_to_end(&mut bytes)
-        })
-        .map_err(|e| Error::io(&path, e))?;
     let stored: Stored = match serde_json::from_slice(&bytes) {
         Ok(stored) if bytes.len() as u64 <= MAX_LEN => stored,
         _ => return Ok(Found::Invalid(format!("the head record `{shown}` cannot be read as one (altered?)"))),
@@ -89,6 +81,25 @@ pub(crate) fn read(journal: &Path, keys: &Keys) -> Result<Found, Error> {
         )));
     }
     Ok(Found::Names(tail))
+}
+
+/// The head record's bytes (at most [`MAX_LEN`] + 1 of them); None when it is not a regular file.
+/// Read every commit, so in as few system calls as it takes: opened without following a symlink
+/// (and without blocking, were it a FIFO), its type and length read from the open file, so
+/// they are those of the file read, then read whole in one call.
+fn read_record(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
+    // Under a shared lock: the writer rewrites the record in place under an exclusive one
+    // (`publish`), so a reader never sees half of a rewrite, nor a length it is changing.
+    file.lock_shared()?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::with_capacity(metadata.len().min(MAX_LEN + 1) as usize);
+    (&file).take(MAX_LEN + 1).read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
 }
 
 /// The bytes of a head record naming `tail`: its JSON padded with spaces to [`RECORD_LEN`], so a
@@ -246,6 +257,33 @@ mod tests {
         assert_eq!(mode, 0o600);
         let other = Keys::from_master(&[2; 32]);
         assert!(matches!(read(&journal, &other).unwrap(), Found::Invalid(m) if m.contains("does not match its MAC")));
+    }
+
+    #[test]
+    fn anything_but_a_regular_file_in_its_place_is_no_head_and_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("j.db");
+        let keys = Keys::from_master(&[1; 32]);
+        assert_eq!(read(&journal, &keys).unwrap(), Found::Missing);
+        let head = head_path(&journal);
+        let elsewhere = dir.path().join("elsewhere.db");
+        write(&elsewhere, &keys, &Tail { last_seq: 7, last_hash: "ab".repeat(32) }).unwrap();
+        let not_a_file = |found: Found| matches!(found, Found::Invalid(m) if m.contains("not a regular file"));
+        // A symlink to a valid head is refused, not followed.
+        std::os::unix::fs::symlink(head_path(&elsewhere), &head).unwrap();
+        assert!(not_a_file(read(&journal, &keys).unwrap()));
+        std::fs::remove_file(&head).unwrap();
+        std::fs::create_dir(&head).unwrap();
+        assert!(not_a_file(read(&journal, &keys).unwrap()));
+        std::fs::remove_dir(&head).unwrap();
+        // A FIFO nobody writes to: opening or reading it must not block.
+        let fifo = std::ffi::CString::new(head.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        assert!(not_a_file(read(&journal, &keys).unwrap()));
+        std::fs::remove_file(&head).unwrap();
+        // Longer than any record: read no further than one byte past the limit, and refused.
+        std::fs::write(&head, vec![b' '; MAX_LEN as usize * 4]).unwrap();
+        assert!(matches!(read(&journal, &keys).unwrap(), Found::Invalid(m) if m.contains("cannot be read as one")));
     }
 
     #[test]
