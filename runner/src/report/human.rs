@@ -235,9 +235,21 @@ impl Reporter for HumanReporter {
     }
 }
 
-/// The run summary's line naming the steps that set its length.
+/// The run summary's line naming the steps that set its length. A path of thousands of steps
+/// would fill the terminal: its first and last steps are named, with how many are between
+/// (`runbook timeline` shows it whole).
 fn critical_path_line(steps: &[String], ms: u64) -> Option<String> {
-    (!steps.is_empty()).then(|| format!("critical path ({:.1}s): {}", ms as f64 / 1000.0, steps.join(" → ")))
+    const ENDS: usize = 6;
+    if steps.is_empty() {
+        return None;
+    }
+    let path = if steps.len() <= 2 * ENDS + 1 {
+        steps.join(" → ")
+    } else {
+        let between = steps.len() - 2 * ENDS;
+        format!("{} → … {between} more … → {}", steps[..ENDS].join(" → "), steps[steps.len() - ENDS..].join(" → "))
+    };
+    Some(format!("critical path ({:.1}s): {path}", ms as f64 / 1000.0))
 }
 
 /// One line per retry: the code, the step, which try failed out of how many, and the wait. The
@@ -253,6 +265,19 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
+
+    #[test]
+    fn a_long_critical_path_names_its_ends_and_how_many_are_between() {
+        let steps = |n: usize| (0..n).map(|i| format!("s{i}")).collect::<Vec<_>>();
+        assert_eq!(critical_path_line(&[], 0), None);
+        let whole = critical_path_line(&steps(13), 2500).unwrap();
+        assert_eq!(whole, format!("critical path (2.5s): {}", steps(13).join(" → ")));
+        let long = critical_path_line(&steps(5000), 2300).unwrap();
+        assert_eq!(
+            long,
+            "critical path (2.3s): s0 → s1 → s2 → s3 → s4 → s5 → … 4988 more … → s4994 → s4995 → s4996 → s4997 → s4998 → s4999"
+        );
+    }
     use crate::engine::events::Counts;
 
     /// A writer the test keeps a handle on.
