@@ -445,3 +445,24 @@ fn a_head_left_behind_by_a_crash_after_the_commit_is_not_an_alarm() {
     assert_eq!(head_seq(&env), last_seq(&env), "the next commit moved the head on");
     assert_eq!(env.log("log"), ["make", "use-id-1234"], "nothing ran twice");
 }
+
+/// Once a command is over, the database file alone holds every event: its journal's last
+/// connection folded the write-ahead log in and removed it, whether the run failed, stopped or
+/// succeeded. A copy of the database file alone (a backup, say) is then whole.
+#[test]
+fn a_finished_command_leaves_the_whole_journal_in_the_database_file() {
+    let env = TestEnv::new();
+    failed_run(&env);
+    assert!(!wal_path(&env).exists(), "a failed run left its write-ahead log");
+    let resumed = env.run(&["resume"]);
+    assert_eq!(resumed.code, 0, "{}", resumed.all());
+    assert!(!wal_path(&env).exists(), "a resume left its write-ahead log");
+    // The file alone, opened as a copy would be, with no log beside it to add anything.
+    let uri = format!("file:{}?immutable=1", env.journal().display());
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+    let db = rusqlite::Connection::open_with_flags(uri, flags).unwrap();
+    let in_file: i64 = db.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |r| r.get(0)).unwrap();
+    assert_eq!(in_file, head_seq(&env), "the database file alone ends where the head record says");
+    let verified = env.run(&["audit", "--verify"]);
+    assert_eq!(verified.code, 0, "{}", verified.all());
+}

@@ -31,5 +31,9 @@ pub fn main() -> ! {
     };
     // Leave without waiting for stray blocking tasks (e.g. a stdin reader of a killed program).
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    // A journal's last connection, closing on its writer's thread, copies the write-ahead log
+    // into the database and removes it: waited for, so that the database file alone holds every
+    // event once the command is over (a copy of it alone, say, is whole).
+    runbook_journal::JournalWriter::wait_for_all_to_close(std::time::Duration::from_secs(10));
     std::process::exit(exit as i32);
 }
