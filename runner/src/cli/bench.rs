@@ -126,7 +126,7 @@ pub async fn engine(env: &Env, steps: usize, dir: Option<PathBuf>) -> CliResult 
     let base = tmp.path();
     // With `--journal postgres://…`, the journals are databases of their own on that server.
     let places = JournalPlaces::new(env, base)?;
-    let ChainFigures { bare, chain, rounds: chain_rounds } = measure_chain(env, &places, steps).await?;
+    let ChainFigures { bare, chain, rounds: chain_rounds } = measure_chain(env, base, &places, steps).await?;
     let resume = measure_resume(env, base, &places.journal("resume")?, steps).await?;
 
     let fan_journal = Arc::new(Journal::open(&places.journal("fanout")?)?);
@@ -212,10 +212,11 @@ const CHAIN_ROUNDS: usize = 3;
 
 /// The chain (each step after the one before, each journaled on its own) against as many bare
 /// one-row commits, in fresh journals each round.
-async fn measure_chain(env: &Env, places: &JournalPlaces, steps: usize) -> CliResult<ChainFigures> {
+async fn measure_chain(env: &Env, base: &Path, places: &JournalPlaces, steps: usize) -> CliResult<ChainFigures> {
     let text = chain_runbook(steps);
     let mut rounds = Vec::with_capacity(CHAIN_ROUNDS);
     for round in 0..CHAIN_ROUNDS {
+        settle(base)?;
         let bare = match places {
             JournalPlaces::Files(base) => {
                 runbook_journal::bare_commit_cost(&base.join(format!("bare-{round}.db")), steps)?
@@ -228,7 +229,6 @@ async fn measure_chain(env: &Env, places: &JournalPlaces, steps: usize) -> CliRe
         let journal = Arc::new(Journal::open(&places.journal(&format!("chain_{round}"))?)?);
         let chain = run_once(env, &journal, &text, vec![("go".into(), "true".into())]).await?;
         drop(journal);
-        settle()?;
         rounds.push((bare, chain));
     }
     rounds.sort_by(|a, b| (a.1.as_secs_f64() / a.0.as_secs_f64()).total_cmp(&(b.1.as_secs_f64() / b.0.as_secs_f64())));
@@ -270,7 +270,7 @@ async fn measure_resume(env: &Env, base: &Path, journal: &Path, steps: usize) ->
         return Err(CliError::Internal(anyhow::anyhow!("the run to resume ended with {first:?}, not at its gate")));
     }
     // As an operator's resume finds it: the run's process has ended, its journal is closed.
-    settle()?;
+    settle(base)?;
     // A journal on a server cannot be put back as it was: it is resumed once.
     let saved = (!runbook_journal::is_server_url(journal)).then(|| base.join("resume-as-left"));
     if let Some(saved) = &saved {
@@ -284,6 +284,7 @@ async fn measure_resume(env: &Env, base: &Path, journal: &Path, steps: usize) ->
             && let Some(saved) = &saved
         {
             copy_journal_files(saved, journal)?;
+            settle(base)?;
         }
         let opened = quiet.require_journal()?;
         // The baseline: every event read and decoded, nothing checked or decided.
@@ -306,7 +307,7 @@ async fn measure_resume(env: &Env, base: &Path, journal: &Path, steps: usize) ->
             }
         }
         drop(opened);
-        settle()?;
+        settle(base)?;
 
         let resumed = run::resume_timed(&quiet, None, &["go=true".to_string()], &rerun).await?;
         // A resume that ran more than the one step left, or failed, measured something else.
@@ -320,7 +321,7 @@ async fn measure_resume(env: &Env, base: &Path, journal: &Path, steps: usize) ->
             )));
         }
         resumes.push(resumed.timings);
-        settle()?;
+        settle(base)?;
     }
     let first = resumes[0].total;
     reads.sort();
@@ -349,13 +350,26 @@ fn copy_journal_files(from: &Path, to: &Path) -> CliResult<()> {
     Ok(())
 }
 
-/// Waits for the journals this process opened to be closed: a closing journal checkpoints its
-/// write-ahead log, and that work is not the next measurement's.
-fn settle() -> CliResult<()> {
-    if runbook_journal::JournalWriter::wait_for_all_to_close(Duration::from_secs(30)) {
-        return Ok(());
+/// Waits for the journals this process opened to be closed, then for what they wrote to reach
+/// the disk: a closing journal checkpoints its write-ahead log, and the kernel writes dirty pages
+/// back whenever it likes. Neither is the next measurement's work.
+fn settle(dir: &Path) -> CliResult<()> {
+    if !runbook_journal::JournalWriter::wait_for_all_to_close(Duration::from_secs(30)) {
+        return Err(CliError::Internal(anyhow::anyhow!("a journal of the benchmark was still open after 30 s")));
     }
-    Err(CliError::Internal(anyhow::anyhow!("a journal of the benchmark was still open after 30 s")))
+    flush_file_system(dir)
+}
+
+/// Writes back every dirty page of the file system `dir` is on (`syncfs`).
+fn flush_file_system(dir: &Path) -> CliResult<()> {
+    use std::os::fd::AsRawFd;
+    let internal = |e: std::io::Error| CliError::Internal(anyhow::anyhow!("cannot flush `{}`: {e}", dir.display()));
+    let handle = std::fs::File::open(dir).map_err(internal)?;
+    // SAFETY: `handle` is an open descriptor for the call's whole length.
+    if unsafe { libc::syncfs(handle.as_raw_fd()) } != 0 {
+        return Err(internal(std::io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 /// Where the benchmark's journals go: files in its work directory, or (with `--journal
