@@ -163,12 +163,32 @@ impl History {
         only_run: bool,
     ) -> anyhow::Result<Prior> {
         let runs = self.runs_of(runbook, cluster);
+        // The rows of these runs, with the Azure each run acted on. Found once per row; most
+        // rows follow one of the same run, so the last run found is tried first.
+        let mut last: Option<(&str, &Option<Arc<AzureTarget>>)> = None;
+        let ours: Vec<(usize, &Option<Arc<AzureTarget>>)> = (self.rows.iter().enumerate())
+            .filter_map(|(index, row)| {
+                let made_on = match last {
+                    Some((run, made_on)) if run == row.run_id => made_on,
+                    _ => runs.get_key_value(row.run_id.as_str()).map(|(run, made_on)| {
+                        last = Some((run, made_on));
+                        made_on
+                    })?,
+                };
+                Some((index, made_on))
+            })
+            .collect();
         let mut prior = Prior::default();
+        // Each instance's outcome is one entry: as many as there are ends, at most. Made room
+        // for at once, rather than moving every outcome each time the map grows.
+        let ends =
+            ours.iter().filter(|&&(index, _)| matches!(self.rows[index].kind.as_str(), STEP_FINISHED | STEP_SKIPPED));
+        prior.done.reserve(ends.count());
         // Attempts started and not (yet) seen to end, by run, instance and attempt: their rows,
         // decoded only for those that never end (most end, and most in the very next event).
         let mut pending: HashMap<(&str, &str, u32), &VerifiedRow> = HashMap::new();
-        for (index, row) in self.rows.iter().enumerate() {
-            let Some(made_on) = runs.get(row.run_id.as_str()) else { continue };
+        for (index, made_on) in ours {
+            let row = &self.rows[index];
             // A hand-off imported from another person's journal publishes its checkpoints here
             // as if they had run locally; nothing else of that runbook's history comes along.
             if row.kind == HANDOFF_IMPORTED {
