@@ -86,7 +86,7 @@ pub(crate) fn read(journal: &Path, keys: &Keys) -> Result<Found, Error> {
 /// The head record's bytes (at most [`MAX_LEN`] + 1 of them); None when it is not a regular file.
 /// Read every commit, so in as few system calls as it takes: opened without following a symlink
 /// (and without blocking, were it a FIFO), its type and length read from the open file, so
-/// they are those of the file read, then read whole in one call.
+/// they are those of the file read, then read to its end (one read, and one more that finds it).
 fn read_record(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
