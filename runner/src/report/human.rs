@@ -265,6 +265,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
+    use crate::engine::events::Counts;
 
     #[test]
     fn a_long_critical_path_names_its_ends_and_how_many_are_between() {
@@ -278,7 +279,6 @@ mod tests {
             "critical path (2.3s): s0 → s1 → s2 → s3 → s4 → s5 → … 4988 more … → s4994 → s4995 → s4996 → s4997 → s4998 → s4999"
         );
     }
-    use crate::engine::events::Counts;
 
     /// A writer the test keeps a handle on.
     #[derive(Clone, Default)]
