@@ -66,6 +66,8 @@ start_sandbox "$work/runbook-sandbox"
 cat >"$work/phase1.vars.toml" <<VARS
 prefix = "bench"
 oidc_storage_account = "benchoidc"
+dns_parent_zone = "example.com"
+dns_parent_rg = "dns-parent"
 external_dns = true
 cluster_ops_sp = false
 ca_file = "$RUNBOOK_CA_FILE"

@@ -197,7 +197,7 @@ fn after_a_rehearsal_the_azure_cli_shows_what_the_runbook_made() {
     let vars = env.write(
         "phase1.vars.toml",
         &format!(
-            "prefix = \"azview\"\noidc_storage_account = \"{account}\"\nexternal_dns = true\nca_file = \"{}\"\n",
+            "prefix = \"azview\"\noidc_storage_account = \"{account}\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nexternal_dns = true\nca_file = \"{}\"\n",
             sandbox.dir.join("sandbox-ca.pem").display()
         ),
     );

@@ -151,7 +151,7 @@ fn after_phase_1(env: &TestEnv, sandbox: &SandboxProcess) -> PathBuf {
     let vars = env.write(
         "phase1.vars.toml",
         &format!(
-            "prefix = \"doc\"\noidc_storage_account = \"docoidc\"\nexternal_dns = true\nca_file = \"{}\"\n",
+            "prefix = \"doc\"\noidc_storage_account = \"docoidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nexternal_dns = true\nca_file = \"{}\"\n",
             sandbox.dir.join("sandbox-ca.pem").display()
         ),
     );

@@ -29,12 +29,12 @@ fn init_writes_what_to_fill_in_and_plan_names_each_until_it_is_filled() {
     let plan = env.run(&["plan", "phase1-workload-identity", "--vars", path.to_str().unwrap()]);
     assert_eq!(plan.code, 2, "{}", plan.all());
     let line_of = |name: &str| written.lines().position(|l| l.starts_with(&format!("{name} = "))).unwrap() + 1;
-    for name in ["prefix", "oidc_storage_account"] {
+    for name in ["dns_parent_rg", "dns_parent_zone", "oidc_storage_account", "prefix"] {
         let at =
             format!("phase1-workload-identity.vars.toml:{}:{}: still to be filled in", line_of(name), name.len() + 4);
         assert!(plan.stderr.contains(&at), "{at}\n{}", plan.stderr);
     }
-    assert!(plan.stderr.contains("2 problems found"), "{}", plan.stderr);
+    assert!(plan.stderr.contains("4 problems found"), "{}", plan.stderr);
 
     // Filled in, and with every default uncommented as written, it plans.
     let filled: String = written
@@ -42,6 +42,8 @@ fn init_writes_what_to_fill_in_and_plan_names_each_until_it_is_filled() {
         .map(|l| match l {
             l if l.starts_with("prefix = ") => "prefix = \"demo\"".to_string(),
             l if l.starts_with("oidc_storage_account = ") => "oidc_storage_account = \"demooidc\"".to_string(),
+            l if l.starts_with("dns_parent_zone = ") => "dns_parent_zone = \"example.com\"".to_string(),
+            l if l.starts_with("dns_parent_rg = ") => "dns_parent_rg = \"dns-parent\"".to_string(),
             l if is_commented_value(l) => l.trim_start_matches("# ").to_string(),
             l => l.to_string(),
         })

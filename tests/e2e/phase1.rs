@@ -118,7 +118,7 @@ fn kill_9_at_ten_moments_then_resume_reaches_the_same_state_without_duplicates()
     let vars = env.write(
         "phase1.vars.toml",
         &format!(
-            "prefix = \"killtest\"\noidc_storage_account = \"killtestoidc\"\nexternal_dns = true\nca_file = \"{}\"\n",
+            "prefix = \"killtest\"\noidc_storage_account = \"killtestoidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nexternal_dns = true\nca_file = \"{}\"\n",
             sandbox.dir.join("sandbox-ca.pem").display()
         ),
     );
@@ -220,7 +220,7 @@ fn a_taken_storage_account_name_fails_before_anything_is_written() {
 #[test]
 fn the_ccoctl_alternative_is_chosen_by_a_variable() {
     let env = TestEnv::new();
-    let vars = env.write("v.toml", "prefix = \"demo\"\noidc_storage_account = \"demooidc123\"\n");
+    let vars = env.write("v.toml", "prefix = \"demo\"\noidc_storage_account = \"demooidc123\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\n");
     let actions = |tool: &str| -> BTreeMap<String, String> {
         let out = env.run(&[
             "plan",
@@ -314,7 +314,7 @@ fn the_cluster_operations_principal_can_assign_the_workload_identities_roles() {
     let vars = env.write(
         "phase1.vars.toml",
         &format!(
-            "prefix = \"rbac\"\noidc_storage_account = \"rbacoidc\"\nca_file = \"{}\"\n",
+            "prefix = \"rbac\"\noidc_storage_account = \"rbacoidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nca_file = \"{}\"\n",
             sandbox.dir.join("sandbox-ca.pem").display()
         ),
     );
@@ -379,4 +379,71 @@ fn the_cluster_operations_principal_can_assign_the_workload_identities_roles() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(status, 201, "the role assignment never replicated");
+}
+
+/// Phase 3 names the parent zone to hypershift with and without External DNS, so Phase 1 reads
+/// it before it writes anything, on both paths: a zone that is missing (or in another resource
+/// group) or private stops it at the gate (exit 4) with the zone named, and nothing is written.
+#[test]
+fn the_parent_dns_zone_is_checked_before_anything_is_written_on_both_dns_paths() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    let arm = sandbox.settings["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/').to_string();
+    let subscription = sandbox.settings["AZURE_SUBSCRIPTION_ID"].clone();
+    let (status, _) = sandbox.call(
+        reqwest::Method::PUT,
+        &format!("{arm}/subscriptions/{subscription}/resourceGroups/dns-parent/providers/Microsoft.Network/dnsZones/internal.example?api-version=2018-05-01"),
+        "https://management.azure.com/.default",
+        Some(serde_json::json!({ "location": "global", "properties": { "zoneType": "Private" } })),
+    );
+    assert!(status < 300, "{status}");
+    let written = || -> Vec<Value> {
+        sandbox
+            .requests()
+            .into_iter()
+            .filter(|r| {
+                // Questions sent as POST (a token, a name's availability, objects by id) write nothing.
+                let path = r["path"].as_str().unwrap_or_default();
+                let question = ["oauth2", "checkNameAvailability", "getByIds"].iter().any(|q| path.contains(q));
+                r["method"] != "GET" && !question
+            })
+            .collect()
+    };
+    let writes = || written().len();
+    let ca = sandbox.dir.join("sandbox-ca.pem");
+    for (external_dns, zone, rg, says) in [
+        (
+            false,
+            "nowhere.example",
+            "dns-parent",
+            "parent DNS zone `nowhere.example` exists in resource group `dns-parent`",
+        ),
+        (
+            true,
+            "nowhere.example",
+            "dns-parent",
+            "parent DNS zone `nowhere.example` exists in resource group `dns-parent`",
+        ),
+        (false, "example.com", "elsewhere", "parent DNS zone `example.com` exists in resource group `elsewhere`"),
+        (false, "internal.example", "dns-parent", "parent DNS zone `internal.example` is a public zone"),
+    ] {
+        let before = writes();
+        let vars = env.write(
+            "phase1.vars.toml",
+            &format!(
+                "prefix = \"zone\"\noidc_storage_account = \"zoneoidc\"\nexternal_dns = {external_dns}\ndns_parent_zone = \"{zone}\"\ndns_parent_rg = \"{rg}\"\nca_file = \"{}\"\n",
+                ca.display()
+            ),
+        );
+        let out = env
+            .command(&["--no-progress", "run", "phase1-workload-identity", "--fresh", "--vars", vars.to_str().unwrap()])
+            .envs(&sandbox.settings)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{zone} in {rg}: {stderr}");
+        assert!(stderr.contains(says), "{says}\n{stderr}");
+        let after: Vec<Value> = written().into_iter().skip(before).collect();
+        assert!(after.is_empty(), "{zone} in {rg} (external_dns = {external_dns}): something was written: {after:#?}");
+    }
 }

@@ -69,7 +69,7 @@ fn a_user_without_cluster_admin_is_stopped_before_anything_is_written() {
     let vars = env.write(
         "phase1.vars.toml",
         &format!(
-            "prefix = \"demo\"\noidc_storage_account = \"demooidc\"\nexternal_dns = true\nca_file = \"{}\"\n",
+            "prefix = \"demo\"\noidc_storage_account = \"demooidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nexternal_dns = true\nca_file = \"{}\"\n",
             sandbox.dir.join("sandbox-ca.pem").display()
         ),
     );
@@ -124,7 +124,7 @@ fn without_external_dns_phase_2_installs_the_operator_alone() {
     let vars = env.write(
         "phase1.vars.toml",
         &format!(
-            "prefix = \"plain\"\noidc_storage_account = \"plainoidc\"\nexternal_dns = false\nca_file = \"{}\"\n",
+            "prefix = \"plain\"\noidc_storage_account = \"plainoidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nexternal_dns = false\nca_file = \"{}\"\n",
             sandbox.dir.join("sandbox-ca.pem").display()
         ),
     );
@@ -140,8 +140,10 @@ fn without_external_dns_phase_2_installs_the_operator_alone() {
     std::os::unix::fs::symlink(crate::support::runbook_bin(), bin.join("hypershift")).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
 
-    // Asking for External DNS when Phase 1 made none is stopped by the hand-off gate, at plan:
-    // its values are known before anything runs.
+    // The DNS strategy is Phase 1's: asking Phase 2 for External DNS when Phase 1 made none is
+    // refused before anything runs, naming both values and where each came from.
+    let writes = || sandbox.requests().iter().filter(|r| r["method"] != "GET").count();
+    let writes_before = writes();
     let mismatch = env
         .command(&["--no-progress", "run", "phase2-management-cluster", "--var", "external_dns=true"])
         .envs(&sandbox.settings)
@@ -149,7 +151,25 @@ fn without_external_dns_phase_2_installs_the_operator_alone() {
         .output()
         .unwrap();
     assert_eq!(mismatch.status.code(), Some(2), "{}", String::from_utf8_lossy(&mismatch.stderr));
-    assert!(String::from_utf8_lossy(&mismatch.stderr).contains("azure_mgmt.json"));
+    let stderr = String::from_utf8_lossy(&mismatch.stderr);
+    assert!(
+        stderr.contains("`external_dns` = true (from --var external_dns)")
+            && stderr.contains("`phase1.external_dns` = false")
+            && stderr.contains("phase1-workload-identity"),
+        "{stderr}"
+    );
+    // Given in a vars file, the refusal points at its line and column.
+    let phase2_vars = env.write("phase2.vars.toml", "pull_secret = \"pull-secret.json\"\nexternal_dns = true\n");
+    let planned = crate::support::Run::from(
+        env.command(&["plan", "phase2-management-cluster", "--vars", phase2_vars.to_str().unwrap()])
+            .envs(&sandbox.settings)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(planned.code, 2, "{}", planned.all());
+    assert!(planned.stderr.contains("phase2.vars.toml:2:16"), "{}", planned.stderr);
+    assert!(planned.stderr.contains("(from the vars file)"), "{}", planned.stderr);
+    assert_eq!(writes(), writes_before, "a refused plan or run wrote to Azure or Kubernetes");
 
     let run = env
         .command(&["--no-progress", "run", "phase2-management-cluster", "--fresh"])

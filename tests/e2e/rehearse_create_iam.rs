@@ -49,7 +49,7 @@ fn create_iam_without_the_cluster_operations_principal_is_refused_at_plan() {
     let env = TestEnv::new();
     let vars = env.write(
         "vars.toml",
-        "prefix = \"demo\"\noidc_storage_account = \"demooidc\"\nidentity_tool = \"hypershift\"\ncluster_ops_sp = false\n",
+        "prefix = \"demo\"\noidc_storage_account = \"demooidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nidentity_tool = \"hypershift\"\ncluster_ops_sp = false\n",
     );
     let out = env.run(&["plan", "phase1-workload-identity", "--vars", vars.to_str().unwrap()]);
     assert_ne!(out.code, 0, "{}", out.all());

@@ -888,7 +888,7 @@ pub fn phase1(env: &TestEnv, sandbox: &SandboxProcess) {
     let vars = env.write(
         "phase1.vars.toml",
         &format!(
-            "prefix = \"demo\"\noidc_storage_account = \"demooidc\"\nexternal_dns = true\nca_file = \"{}\"\n",
+            "prefix = \"demo\"\noidc_storage_account = \"demooidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nexternal_dns = true\nca_file = \"{}\"\n",
             sandbox.dir.join("sandbox-ca.pem").display()
         ),
     );

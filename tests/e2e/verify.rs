@@ -60,7 +60,7 @@ fn verify_finds_no_drift_without_writing_then_names_a_deleted_credential() {
     let vars = env.write(
         "phase1.vars.toml",
         &format!(
-            "prefix = \"drift\"\noidc_storage_account = \"driftoidc\"\nca_file = \"{}\"\n",
+            "prefix = \"drift\"\noidc_storage_account = \"driftoidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nca_file = \"{}\"\n",
             sandbox.dir.join("sandbox-ca.pem").display()
         ),
     );

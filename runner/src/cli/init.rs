@@ -40,7 +40,11 @@ pub fn init(env: &Env, name: &str, output: Option<PathBuf>) -> CliResult {
 
 /// Variables with no default, in the runbook's order of names: the user must give them.
 fn required(runbook: &Runbook) -> impl Iterator<Item = (&String, &VarSpec)> {
-    runbook.file.vars.iter().filter(|(_, spec)| spec.default.is_none() && spec.default_by.is_none())
+    runbook
+        .file
+        .vars
+        .iter()
+        .filter(|(_, spec)| spec.default.is_none() && spec.default_by.is_none() && spec.from.is_none())
 }
 
 fn render(runbook: &Runbook, asked_as: &str, path: &Path) -> String {
@@ -85,6 +89,9 @@ fn render(runbook: &Runbook, asked_as: &str, path: &Path) -> String {
             if spec.secret {
                 writeln!(out, "# {name} = {{ from_env = \"{}\" }}", crate::model::vars::env_name(name)).ok();
                 continue;
+            }
+            if let Some(from) = &spec.from {
+                writeln!(out, "# (its value is `{from}`, from the journal; a value set here must agree with it)").ok();
             }
             if let Some(by) = &spec.default_by {
                 let values: Vec<&str> = by.values.keys().map(String::as_str).collect();

@@ -42,8 +42,8 @@ pub fn phase_name(phase: u8) -> String {
 }
 
 /// Variables of Phases 1 and 2 that suit the sandbox. Phase 1 chooses the DNS strategy
-/// (`external_dns`), which Phase 3 and cleanup read from its checkpoints; Phase 2 is told the same
-/// choice, as the procedure has its administrator pick the matching `hypershift install`.
+/// (`external_dns`), which Phases 2 and 3 and cleanup read from its checkpoints (Phase 2 picks
+/// the matching `hypershift install` from it, never from a value of its own).
 fn phase_vars(phase: u8, rehearsal: &Rehearsal) -> String {
     let external_dns = rehearsal.external_dns;
     match phase {
@@ -60,10 +60,7 @@ fn phase_vars(phase: u8, rehearsal: &Rehearsal) -> String {
             rehearsal.identity_tool
         ),
         // The pull secret `phase_files` writes in the directory of the person running the phase.
-        2 => format!(
-            "external_dns = {external_dns}\npull_secret = \"{}\"\n",
-            rehearsal.workdir.join("pull-secret.json").display()
-        ),
+        2 => format!("pull_secret = \"{}\"\n", rehearsal.workdir.join("pull-secret.json").display()),
         _ => String::new(),
     }
 }

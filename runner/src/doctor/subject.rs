@@ -102,7 +102,7 @@ impl Subject {
         work_dir: &Path,
     ) -> Subject {
         let mut unknown = Vec::new();
-        let values = vars::resolve(runbook, inputs).unwrap_or_else(|problems| {
+        let mut values = vars::resolve(runbook, inputs).unwrap_or_else(|problems| {
             unknown.extend(problems.iter().map(|p| p.message.clone()));
             let defaults: BTreeMap<String, Value> =
                 runbook.file.vars.iter().filter_map(|(n, s)| Some((n.clone(), s.default.clone()?))).collect();
@@ -127,6 +127,10 @@ impl Subject {
                 plan::RequiredValues::new()
             }
         };
+        let published_by = |alias: &str| crate::session::prepare::published_by(runbook, alias, cluster.as_deref());
+        if let Err(problems) = vars::take_required(runbook, &mut values, &required, published_by) {
+            unknown.extend(problems.iter().map(|p| p.message.clone()));
+        }
         let scope = Scope::before_run(runbook, &values, &required, "(planned)", work_dir);
         match plan::expand(runbook, &scope) {
             Ok(plan) => {

@@ -84,6 +84,11 @@ pub struct VarSpec {
     /// variable has one of these values, this one's default is the value given for it. A value
     /// set in the vars file, the environment or `--var` wins as over any default.
     pub default_by: Option<DefaultBy>,
+    /// The value an earlier runbook journaled, as `alias.output` of this runbook's `requires`
+    /// (e.g. "phase1.external_dns"): the variable takes that value, so two phases cannot
+    /// disagree; a value given in the vars file, the environment or `--var` that differs is
+    /// refused at `plan`, naming both. It has no `default`.
+    pub from: Option<String>,
 }
 
 /// `default_by = { var = "identity_tool", values = { hypershift = [ ... ] } }`

@@ -36,6 +36,9 @@ pub fn validate(
         if let Some(by) = &spec.default_by {
             check_default_by(doc, file, name, by, &mut problems);
         }
+        if let Some(from) = &spec.from {
+            check_from(doc, file, name, from, &mut problems);
+        }
     }
 
     let mut first_index: HashMap<&str, usize> = HashMap::new();
@@ -539,6 +542,37 @@ fn find_cycles(doc: &Document, defs: &[StepDef]) -> Vec<Problem> {
         );
     }
     problems
+}
+
+/// `from` names a value this runbook requires (`alias.output` of its `requires`), and the
+/// variable has no default of its own: its value is the journal's.
+fn check_from(doc: &Document, file: &RunbookFile, name: &str, from: &str, problems: &mut Vec<Problem>) {
+    let at = format!("/vars/{name}/from");
+    let spec = &file.vars[name];
+    if spec.default.is_some() || spec.default_by.is_some() {
+        problems.push(
+            doc.problem(&at, format!("`{name}` has both `from` and a default"))
+                .with_hint("a variable that takes its value from the journal has no default: remove `default`"),
+        );
+    }
+    let Some((alias, output)) = from.split_once('.') else {
+        problems.push(
+            doc.problem(&at, format!("`from` of `{name}` is `{from}`, not `alias.output`"))
+                .with_hint("name a value of this runbook's `requires`, e.g. from = \"phase1.external_dns\""),
+        );
+        return;
+    };
+    match file.requires.get(alias) {
+        None => problems.push(
+            doc.problem(&at, format!("`from` of `{name}` names `{alias}`, which is not under `requires`"))
+                .maybe_hint(did_you_mean(alias, file.requires.keys().map(String::as_str))),
+        ),
+        Some(req) if !req.outputs.iter().chain(&req.optional).any(|o| o == output) => problems.push(
+            doc.problem(&at, format!("`from` of `{name}` names `{from}`, which `requires.{alias}` does not list"))
+                .with_hint(format!("add \"{output}\" to `requires.{alias}.outputs`")),
+        ),
+        Some(_) => {}
+    }
 }
 
 /// `default_by` names a variable with `enum` (and no `default_by` of its own, so a choice never

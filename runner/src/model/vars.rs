@@ -24,8 +24,11 @@ pub struct VarInputs {
 pub struct VarValues {
     pub values: BTreeMap<String, Value>,
     pub secret: BTreeSet<String>,
-    /// Where each value came from: "default", the vars file, "env", "--var".
+    /// Where each value came from: "default", the vars file, "env", "--var", "journal".
     pub source: BTreeMap<String, String>,
+    /// The place in the vars file of each value given there, for problems found later (a value
+    /// that disagrees with the journal's): the problem's file, line and column, no message yet.
+    pub placed: BTreeMap<String, Problem>,
 }
 
 impl VarValues {
@@ -124,6 +127,8 @@ pub fn resolve(runbook: &Runbook, inputs: &VarInputs) -> Result<VarValues, Vec<P
     for (name, spec) in specs {
         match out.values.get(name) {
             None if refused.contains(name) => {}
+            // Given by the journal once the required values are read (`take_required`).
+            None if spec.from.is_some() => {}
             None => problems.push(
                 runbook.doc.key_problem(&format!("/vars/{name}"), format!("variable `{name}` has no value")).with_hint(
                     format!("set it in the vars file (`{name} = …`), with --var {name}=… or {}", env_name(name)),
@@ -148,6 +153,83 @@ pub fn resolve(runbook: &Runbook, inputs: &VarInputs) -> Result<VarValues, Vec<P
         }
     }
     if problems.is_empty() { Ok(out) } else { Err(problems) }
+}
+
+/// Variables with `from = "alias.output"` take the value the journal holds for it: one given
+/// explicitly must agree, or it is refused naming both values and where each came from.
+/// `required` is every value required from earlier runbooks (`(alias, output)` → value), and
+/// `published_by` says where they came from ("runbook `phase1-workload-identity` …").
+pub fn take_required(
+    runbook: &Runbook,
+    out: &mut VarValues,
+    required: &BTreeMap<(String, String), Value>,
+    published_by: impl Fn(&str) -> String,
+) -> Result<(), Vec<Problem>> {
+    let mut problems = Vec::new();
+    for (name, spec) in &runbook.file.vars {
+        let Some(from) = &spec.from else { continue };
+        let Some((alias, output)) = from.split_once('.') else { continue };
+        let journaled = match required.get(&(alias.to_string(), output.to_string())) {
+            Some(Value::Null) | None => None,
+            // A value journaled as text by an older build reads in the variable's type.
+            Some(Value::String(text)) if spec.ty != VarType::String && spec.ty != VarType::Path => {
+                coerce(spec, text).ok()
+            }
+            Some(value) => Some(value.clone()),
+        };
+        let Some(journaled) = journaled else {
+            if !out.values.contains_key(name) {
+                problems.push(
+                    runbook
+                        .doc
+                        .problem(
+                            &format!("/vars/{name}/from"),
+                            format!("variable `{name}` has no value: `{from}` is not in the journal"),
+                        )
+                        .with_hint(format!(
+                            "{} publishes it: run it first, or import its hand-off",
+                            published_by(alias)
+                        )),
+                );
+            }
+            continue;
+        };
+        let shown = |value: &Value| if spec.secret { "<redacted>".to_string() } else { value.to_string() };
+        match out.values.get(name) {
+            Some(given) if *given != journaled => {
+                let origin = out.source.get(name).cloned().unwrap_or_default();
+                let message = format!(
+                    "`{name}` = {} (from {}) disagrees with `{from}` = {}, which {} journaled: the two phases must agree",
+                    shown(given),
+                    match origin.as_str() {
+                        "vars file" => "the vars file".to_string(),
+                        "env" => env_name(name),
+                        "--var" => format!("--var {name}"),
+                        other => other.to_string(),
+                    },
+                    shown(&journaled),
+                    published_by(alias),
+                );
+                let hint = format!(
+                    "leave `{name}` unset to take the journal's value, or run the earlier runbook again with the value you mean"
+                );
+                let problem = match out.placed.get(name) {
+                    Some(place) => Problem { message, ..place.clone() },
+                    None => Problem::without_file(
+                        if origin == "env" { env_name(name) } else { format!("--var {name}") },
+                        message,
+                    ),
+                };
+                problems.push(problem.with_hint(hint));
+            }
+            Some(_) => {}
+            None => {
+                out.values.insert(name.clone(), journaled);
+                out.source.insert(name.clone(), "journal".into());
+            }
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(problems) }
 }
 
 /// A variable still at its default takes the default its `default_by` gives for the value its
@@ -231,6 +313,7 @@ fn read_vars_file(
             Ok(()) => {
                 out.values.insert(name.clone(), value);
                 out.source.insert(name.clone(), "vars file".into());
+                out.placed.insert(name.clone(), doc.problem(&pointer, String::new()).unquoted_if(spec.secret));
             }
             Err(why) => {
                 problems.push(doc.problem(&pointer, why).maybe_hint(rule_hint(spec)).unquoted_if(spec.secret));

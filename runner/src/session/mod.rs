@@ -5,7 +5,7 @@
 //! use it as a library; the command line only parses arguments and prints.
 
 mod predict;
-mod prepare;
+pub(crate) mod prepare;
 mod resume;
 pub(crate) mod run_key;
 mod setup;

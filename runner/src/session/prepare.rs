@@ -60,6 +60,15 @@ fn required_list(runbook: &Runbook) -> String {
         .join(", ")
 }
 
+/// Who journaled the values `alias` stands for, for messages: "runbook `phase1-…` (cluster `blue`)".
+pub(crate) fn published_by(runbook: &Runbook, alias: &str, cluster: Option<&str>) -> String {
+    let name = runbook.file.requires.get(alias).map_or(alias, |r| r.runbook.as_str());
+    match cluster {
+        Some(cluster) => format!("runbook `{name}` (cluster `{cluster}`)"),
+        None => format!("runbook `{name}`"),
+    }
+}
+
 /// `history` is the journal's verified history, with the journal it was read from.
 pub(crate) fn prepare(
     runbook: Runbook,
@@ -69,7 +78,7 @@ pub(crate) fn prepare(
     work_dir: &std::path::Path,
     target: &AzureTarget,
 ) -> CliResult<Prepared> {
-    let values = vars::resolve(&runbook, inputs).map_err(CliError::Problems)?;
+    let mut values = vars::resolve(&runbook, inputs).map_err(CliError::Problems)?;
     let (required, required_files) = if runbook.file.requires.is_empty() {
         (RequiredValues::new(), RequiredFiles::new())
     } else {
@@ -100,6 +109,9 @@ pub(crate) fn prepare(
             }
         }
     };
+    let cluster = crate::session::run_key::cluster_named(&runbook, &values);
+    vars::take_required(&runbook, &mut values, &required, |alias| published_by(&runbook, alias, cluster.as_deref()))
+        .map_err(CliError::Problems)?;
     let scope = Scope::before_run(&runbook, &values, &required, run_id, work_dir);
     let plan = plan::expand(&runbook, &scope).map_err(|problem| CliError::Problems(vec![problem]))?;
     Ok(Prepared {
