@@ -33,6 +33,11 @@ pub struct StepContext {
     /// The run's clock: every wait, deadline and timestamp of a step reads it, so a run on a
     /// simulated clock waits out a long Retry-After or a deadline without sleeping.
     pub clock: Clock,
+    /// What marks a tenant-wide object (an Entra application) as made by this journal for this
+    /// cluster: a tag keyed by the journal's key, so no other journal (another team's, or
+    /// another cluster's) can produce it. A step finds an existing object of its name and takes
+    /// it only when it carries this tag or the operator adopted it by name. None outside a run.
+    pub owner: Option<String>,
 }
 
 /// No templates at all: for steps run outside a runbook (the stand-ins' inner steps, tests).
@@ -60,7 +65,14 @@ impl StepContext {
             output_specs: Arc::new(std::collections::BTreeMap::new()),
             approval: None,
             clock: Clock::process(),
+            owner: None,
         }
+    }
+
+    /// The tag that marks what this run's journal made for its cluster (see [`StepContext::owner`]).
+    pub fn with_owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
     }
 
     /// The clock the step waits on and stamps with (the engine passes its own).

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::azure::graph_client::{GraphClient, GraphSession};
-use crate::azure::graph_objects::{self, ApplicationRef, DirectoryObject};
+use crate::azure::graph_objects::{self, ApplicationRef, DirectoryObject, Ownership};
 use crate::azure::graph_password::{self, MintedPassword};
 use crate::azure::settings::SettingsSource;
 use crate::kind::{KindNeed, MadeObjects};
@@ -78,9 +78,13 @@ impl GraphAction {
     /// The outputs of the action: name and whether it is secret.
     fn outputs(self) -> &'static [(&'static str, bool)] {
         match self {
-            GraphAction::Application => {
-                &[("object_id", false), ("app_id", false), ("display_name", false), ("created", false)]
-            }
+            GraphAction::Application => &[
+                ("object_id", false),
+                ("app_id", false),
+                ("display_name", false),
+                ("created", false),
+                ("adopted", false),
+            ],
             GraphAction::ServicePrincipal => &[("object_id", false), ("app_id", false), ("created", false)],
             GraphAction::Password => &[("secret", true), ("key_id", false), ("end_date_time", false)],
             GraphAction::DeleteApplication => &[("object_id", false), ("deleted", false)],
@@ -102,6 +106,11 @@ pub struct GraphInputs {
     /// application: `signInAudience` when creating it (default AzureADMyOrg). An existing
     /// application is left as it is.
     pub sign_in_audience: Option<String>,
+    /// application: the application (client) id of an existing application the operator adopts:
+    /// it is taken whatever its name or maker (and later given a password, roles, and deleted at
+    /// cleanup). Empty: none; an existing application of `display_name` is then taken only when
+    /// this journal made it for this cluster, and refused otherwise (`ApplicationNotOurs`).
+    pub adopt_app_id: Option<String>,
     /// service_principal: the application (client) id, e.g. the application step's `app_id`.
     pub app_id: Option<String>,
     /// password, delete_application: the application's object id (the application step's
@@ -126,9 +135,10 @@ impl GraphInputs {
     /// Inputs that mean nothing for the action are refused rather than silently ignored.
     fn check_applicable(&self) -> Result<(), StepError> {
         use GraphAction::*;
-        let given: [(&str, bool, &[GraphAction]); 6] = [
+        let given: [(&str, bool, &[GraphAction]); 7] = [
             ("display_name", self.display_name.is_some(), &[Application, DeleteApplication]),
             ("sign_in_audience", self.sign_in_audience.is_some(), &[Application]),
+            ("adopt_app_id", self.adopt_app_id.is_some(), &[Application]),
             ("app_id", self.app_id.is_some(), &[ServicePrincipal]),
             ("object_id", self.object_id.is_some(), &[Password, DeleteApplication]),
             ("credential_display_name", self.credential_display_name.is_some(), &[Password]),
@@ -158,7 +168,7 @@ impl GraphInputs {
 
 /// What an action produced, before it becomes outputs and evidence.
 enum Produced {
-    Object { object: DirectoryObject, created: bool },
+    Object { object: DirectoryObject, created: bool, adopted: bool },
     Password { object_id: String, display_name: String, minted: MintedPassword },
     Deleted { object_id: Option<String> },
 }
@@ -245,8 +255,15 @@ async fn perform(
         GraphAction::Application => {
             let name = required(&inputs.display_name, "display_name", action)?;
             let audience = inputs.sign_in_audience.as_deref().unwrap_or(DEFAULT_SIGN_IN_AUDIENCE);
-            let (object, created) = graph_objects::ensure_application(session, name, audience).await?;
-            Ok(Produced::Object { object, created })
+            let adopt_app_id = inputs.adopt_app_id.as_deref().filter(|id| !id.trim().is_empty());
+            if let Some(id) = adopt_app_id
+                && uuid::Uuid::parse_str(id).is_err()
+            {
+                return Err(invalid(format!("`adopt_app_id` `{id}` is not an application (client) id, a GUID")));
+            }
+            let owner = Ownership { tag: ctx.owner.as_deref(), adopt_app_id };
+            let ensured = graph_objects::ensure_application(session, name, audience, &owner).await?;
+            Ok(Produced::Object { object: ensured.object, created: ensured.created, adopted: ensured.adopted })
         }
         GraphAction::ServicePrincipal => {
             let app_id = required(&inputs.app_id, "app_id", action)?;
@@ -254,7 +271,7 @@ async fn perform(
                 return Err(invalid(format!("`app_id` `{app_id}` is not an application (client) id, a GUID")));
             }
             let (object, created) = graph_objects::ensure_service_principal(session, app_id).await?;
-            Ok(Produced::Object { object, created })
+            Ok(Produced::Object { object, created, adopted: false })
         }
         GraphAction::Password => {
             let object_id = required(&inputs.object_id, "object_id", action)?;
@@ -269,7 +286,7 @@ async fn perform(
                 (Some(_), _) => ApplicationRef::ObjectId(required(&inputs.object_id, "object_id", action)?),
                 _ => ApplicationRef::DisplayName(required(&inputs.display_name, "display_name", action)?),
             };
-            let object_id = graph_objects::delete_application(session, target).await?;
+            let object_id = graph_objects::delete_application(session, target, ctx.owner.as_deref()).await?;
             Ok(Produced::Deleted { object_id })
         }
     }
@@ -279,16 +296,18 @@ async fn perform(
 fn outputs_and_evidence(produced: Produced) -> (Map<String, Value>, Value) {
     let mut outputs = Map::new();
     let evidence = match produced {
-        Produced::Object { object, created } => {
+        Produced::Object { object, created, adopted } => {
             outputs.insert("object_id".into(), json!(object.object_id));
             outputs.insert("app_id".into(), json!(object.app_id));
             outputs.insert("display_name".into(), json!(object.display_name));
             outputs.insert("created".into(), json!(created));
+            outputs.insert("adopted".into(), json!(adopted));
             json!({
                 "object_id": object.object_id,
                 "app_id": object.app_id,
                 "display_name": object.display_name,
                 "created": created,
+                "adopted": adopted,
             })
         }
         Produced::Password { object_id, display_name, minted } => {

@@ -43,6 +43,7 @@ mod retries;
 mod schema;
 mod secrets;
 mod server_journal;
+mod shared_tenant;
 mod simulated_time;
 mod standin_fence;
 mod standin_retries;

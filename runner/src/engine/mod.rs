@@ -271,6 +271,17 @@ async fn run(mut ctx: RunContext) -> anyhow::Result<RunSummary> {
     Ok(RunSummary { status, counts })
 }
 
+/// The tag that marks the tenant-wide objects this journal makes for the run's cluster (the
+/// runbook's, when it names none): keyed by the journal's key, so it is the same in every run of
+/// this journal for that cluster and no other journal can make it.
+fn owner_tag(ctx: &RunContext) -> String {
+    let cluster = crate::session::run_key::cluster_named(&ctx.runbook, &ctx.vars)
+        .unwrap_or_else(|| format!("runbook:{}", ctx.runbook.name()));
+    let digest = ctx.journal.digest(format!("tenant-object-owner/{cluster}").as_bytes());
+    let hex = digest.rsplit(':').next().unwrap_or(&digest);
+    format!("runbook-owner:{}", &hex[..hex.len().min(32)])
+}
+
 /// The job that runs an admitted instance's attempts.
 fn job(ctx: &RunContext, i: usize, admitted: Admitted, redactor: &Redactor) -> Job {
     let instance = &ctx.plan.instances[i];
@@ -287,6 +298,7 @@ fn job(ctx: &RunContext, i: usize, admitted: Admitted, redactor: &Redactor) -> J
         output_specs: Arc::new(def.spec.outputs.clone()),
         approval: admitted.approval,
         clock: ctx.clock.clone(),
+        owner: (def.spec.kind == "graph").then(|| owner_tag(ctx)),
     };
     Job {
         instance: instance.id.clone(),
