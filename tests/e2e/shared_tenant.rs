@@ -185,6 +185,60 @@ fn cleaning_up_green_leaves_blue_whole_and_a_shared_cleanup_must_name_its_cluste
             run_in(&env, &rehearsed, &dir, &["run", "phase3-hosted-cluster", "--var", &format!("prefix={cluster}")]);
         assert_eq!(phase3.code, 0, "{cluster}: {}", phase3.all());
     }
+    // Day 2 acts on any named pool of the named cluster, and on no other cluster's.
+    let blue = env.path().join("blue");
+    let replicas = |pool: &str| -> String {
+        let out = rehearsed.kubectl(&[
+            "get",
+            &format!("nodepool/{pool}"),
+            "--namespace",
+            "clusters",
+            "--output",
+            "jsonpath={.spec.replicas}",
+        ]);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let (blue_first, green_first) = (replicas("blue-hc"), replicas("green-hc"));
+    let added =
+        run_in(&env, &rehearsed, &blue, &["run", "day2-add-nodepool", "--var", "prefix=blue", "--var", "node_count=1"]);
+    assert_eq!(added.code, 0, "{}", added.all());
+    let scaled = run_in(
+        &env,
+        &rehearsed,
+        &blue,
+        &[
+            "run",
+            "day2-scale-nodepool",
+            "--var",
+            "prefix=blue",
+            "--var",
+            "nodepool=blue-hc-workers",
+            "--var",
+            "replicas=2",
+        ],
+    );
+    assert_eq!(scaled.code, 0, "{}", scaled.all());
+    assert_eq!(replicas("blue-hc-workers"), "2");
+    assert_eq!(replicas("blue-hc"), blue_first, "the cluster's first pool was not the one named");
+    for runbook in ["day2-scale-nodepool", "day2-delete-nodepool"] {
+        let mut args = vec!["run", runbook, "--var", "prefix=blue", "--var", "nodepool=green-hc"];
+        if runbook == "day2-scale-nodepool" {
+            args.extend(["--var", "replicas=5"]);
+        }
+        let other = run_in(&env, &rehearsed, &blue, &args);
+        assert_eq!(other.code, 4, "{runbook}: {}", other.all());
+        assert!(other.stderr.contains("NodePool `green-hc` belongs to cluster `blue-hc`"), "{}", other.stderr);
+        assert_eq!(replicas("green-hc"), green_first, "{runbook} touched green's pool");
+    }
+    let deleted = run_in(
+        &env,
+        &rehearsed,
+        &blue,
+        &["run", "day2-delete-nodepool", "--var", "prefix=blue", "--var", "nodepool=blue-hc-workers"],
+    );
+    assert_eq!(deleted.code, 0, "{}", deleted.all());
+    assert_eq!(replicas("blue-hc-workers"), "");
+
     let blue_before = resources_of(&rehearsed, "blue");
     assert!(blue_before.len() > 20, "{blue_before:#?}");
     assert!(!resources_of(&rehearsed, "green").is_empty());

@@ -545,11 +545,13 @@ fn later_phase_vars(runbook: &str, workdir: &Path) -> std::io::Result<Option<Str
             format!("pull_secret = \"{}\"\n", pull_secret.display())
         }
         "day2-add-nodepool" => "node_count = 2\n".to_string(),
-        "day2-scale-nodepool" => "replicas = 3\n".to_string(),
+        // The cluster's first pool, named like the cluster; the delete takes the one Day 2 added.
+        "day2-scale-nodepool" => "nodepool = \"rehearse-hc\"\nreplicas = 3\n".to_string(),
         "day2-upgrade-cluster" => {
             "release_image = \"quay.io/openshift-release-dev/ocp-release:4.21.1-x86_64\"\n".to_string()
         }
-        "day2-delete-nodepool" | "cleanup-hosted-cluster" => String::new(),
+        "day2-delete-nodepool" => "nodepool = \"rehearse-hc-workers\"\n".to_string(),
+        "cleanup-hosted-cluster" => String::new(),
         // A rehearsal removes everything it made, the persistent resource group included.
         "cleanup-shared-resources" => "delete_persistent_rg = true\n".to_string(),
         _ => return Ok(None),
