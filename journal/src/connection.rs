@@ -20,11 +20,28 @@ pub(crate) fn open(path: &Path, create: Create) -> Result<Connection, Error> {
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create == Create::IfMissing {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        create_private(path)?;
     }
     let conn = Connection::open_with_flags(path, flags).map_err(|e| Error::sqlite(path, e))?;
     // Set before anything else so even the first read waits for a concurrent writer.
     conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| Error::sqlite(path, e))?;
     Ok(conn)
+}
+
+/// A journal holds who ran what, sealed secrets and their digests: its file is made 0600 before
+/// SQLite opens it (SQLite would make it by the umask, 0644 on most systems), and SQLite gives
+/// its `-wal` and `-shm` files the database's mode. An existing file is left as it is.
+fn create_private(path: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        // A path SQLite understands but the file system does not (`:memory:`, a URI) is left to it.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound || path.as_os_str().to_string_lossy().starts_with(':') => {
+            Ok(())
+        }
+        Err(e) => Err(Error::io(path, e)),
+    }
 }
 
 /// The durability settings every journal connection uses. They must be set outside any

@@ -148,7 +148,10 @@ fn lock_files(
     let (key_file, path) = if whole {
         (None, files.journal.clone())
     } else {
-        std::fs::create_dir_all(&files.keys).map_err(io(&files.keys))?;
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&files.keys).map_err(io(&files.keys))?;
+        }
         let path = key_file(&files.keys, key);
         let file = open_for_record(&path)?;
         match FileExt::try_lock(&file) {
@@ -231,12 +234,17 @@ fn hard_linked(database: &Path) -> bool {
 }
 
 fn open_for_record(path: &Path) -> Result<File, Error> {
-    // Not truncated on open: the current holder's record must survive a refused attempt.
+    use std::os::unix::fs::OpenOptionsExt;
+    // Not truncated on open: the current holder's record must survive a refused attempt. A
+    // symlink in its place is refused (`O_NOFOLLOW`): the record is written over the file, which
+    // would truncate whatever the link points at. 0600: the record names who holds the run.
     std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(|e| Error::io(path, e))
 }

@@ -140,3 +140,30 @@ fn sibling(path: &std::path::Path, suffix: &str) -> std::path::PathBuf {
     name.push(suffix);
     name.into()
 }
+
+/// A symlink planted at the lock file's place is refused, never followed: taking the lock
+/// writes the holder over the file, which would truncate whatever the link points at.
+#[test]
+fn a_symlink_at_the_lock_file_is_refused_and_its_target_left_alone() {
+    let t = TestJournal::new();
+    let lock_path = t.journal.lock_path();
+    let _ = std::fs::remove_file(&lock_path);
+    let target = t.dir.path().join("precious.txt");
+    std::fs::write(&target, "keep me").unwrap();
+    std::os::unix::fs::symlink(&target, &lock_path).unwrap();
+    assert!(t.journal.lock(&holder("r1"), &LockKey::whole()).is_err());
+    assert!(t.journal.lock(&holder("r1"), &LockKey::named("sub/cluster=a")).is_err());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+}
+
+/// The lock file and a new journal are the owner's alone.
+#[test]
+fn a_new_journal_and_its_lock_are_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = TestJournal::new();
+    drop(t.journal.lock(&holder("r1"), &LockKey::named("sub/cluster=a")).unwrap());
+    for path in [t.path(), t.journal.lock_path()] {
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", path.display());
+    }
+}

@@ -39,8 +39,14 @@ pub(crate) fn create_journal(path: &Path) -> CliResult<Journal> {
     if runbook_journal::is_server_url(path) {
         return Ok(Journal::open(path)?);
     }
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| CliError::user(format!("cannot create `{}`: {e}", dir.display())))?;
+    // A directory made for the journal is 0700: it holds the journal, its key and its locks.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| CliError::user(format!("cannot create `{}`: {e}", dir.display())))?;
     }
     Ok(Journal::open(path)?)
 }

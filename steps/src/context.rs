@@ -115,13 +115,28 @@ impl StepContext {
 
     /// Replaces every secret value in `text` so captured output can be journaled and shown.
     pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for secret in self.secrets.iter().filter(|s| !s.is_empty()) {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "<redacted>");
-            }
+        crate::redact::redact(text, &self.secrets)
+    }
+
+    /// What of a captured stream (`from`: stdout, stderr or a body) is kept as evidence: its last
+    /// `max` characters, cut after the secrets are replaced in the whole stream (so no cut leaves
+    /// a piece of one). Nothing at all is kept when a secret output of this step is read from it
+    /// whole (its value is all of the stream, as a kubeconfig on stdout is), or when the step
+    /// failed before its secret outputs were extracted (so the runner cannot know what to
+    /// replace); one extracted by a JSON pointer or a regex is replaced by the runner.
+    pub fn kept(&self, from: crate::OutputSource, text: &str, max: usize, extracted: bool) -> String {
+        let reads = |spec: &crate::OutputSpec| match (spec.from, from) {
+            (crate::OutputSource::Stderr, crate::OutputSource::Stderr) => true,
+            (crate::OutputSource::Stderr, _) | (_, crate::OutputSource::Stderr) => false,
+            _ => true,
+        };
+        let whole = |spec: &crate::OutputSpec| spec.json_pointer.is_none() && spec.regex.is_none();
+        let hidden =
+            self.output_specs.iter().find(|(_, spec)| spec.secret && reads(spec) && (!extracted || whole(spec)));
+        match hidden {
+            Some((name, _)) => format!("<not kept: the secret output `{name}` is read from it>"),
+            None => crate::capture::tail(&self.redact(text), max),
         }
-        out
     }
 }
 

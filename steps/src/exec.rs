@@ -63,6 +63,7 @@ impl Exec {
             .process_group(0)
             .kill_on_drop(true);
         die_with_the_runner(&mut command);
+        private_files(&mut command);
 
         let mut child = command.spawn().map_err(|e| {
             StepError::permanent(format!("cannot start `{}`: {e}", argv[0]))
@@ -201,7 +202,7 @@ impl StepKind for Exec {
                     "skipped": "the `unless` check succeeded: what the program does is already done",
                     "unless": probe.iter().map(|a| ctx.redact(a)).collect::<Vec<_>>(),
                     "argv": inputs.argv.iter().map(|a| ctx.redact(a)).collect::<Vec<_>>(),
-                    "unless_stdout_tail": ctx.redact(&tail(&String::from_utf8_lossy(&finished.stdout), 500)),
+                    "unless_stdout_tail": tail(&ctx.redact(&String::from_utf8_lossy(&finished.stdout)), 500),
                 });
                 return Ok(StepOutcome { outputs, evidence });
             }
@@ -212,22 +213,24 @@ impl StepKind for Exec {
         let stderr = String::from_utf8_lossy(&stderr).into_owned();
 
         let code = status.code();
+        let ok_codes = inputs.ok_exit_codes.unwrap_or_else(|| vec![0]);
+        // Outputs are extracted only after a success: the streams kept depend on it.
+        let succeeded = code.is_some_and(|c| ok_codes.contains(&c));
         let evidence = json!({
             "argv": inputs.argv.iter().map(|a| ctx.redact(a)).collect::<Vec<_>>(),
             "exit_code": code,
-            "stdout_tail": ctx.redact(&tail(&stdout, 2000)),
-            "stderr_tail": ctx.redact(&tail(&stderr, 2000)),
+            "stdout_tail": ctx.kept(OutputSource::Stdout, &stdout, 2000, succeeded),
+            "stderr_tail": ctx.kept(OutputSource::Stderr, &stderr, 2000, succeeded),
             "stdout_truncated": stdout_truncated,
             "stderr_truncated": stderr_truncated,
         });
-        let ok_codes = inputs.ok_exit_codes.unwrap_or_else(|| vec![0]);
         match code {
             Some(c) if ok_codes.contains(&c) => {}
             Some(c) => {
                 let message = format!(
                     "`{}` exited with status {c}: {}",
                     inputs.argv[0],
-                    ctx.redact(tail(stderr.trim(), 400).as_str())
+                    ctx.kept(OutputSource::Stderr, stderr.trim(), 400, false)
                 );
                 let error = if inputs.retry_exit_codes.contains(&c) {
                     StepError::transient(message, None)
@@ -446,6 +449,19 @@ fn die_with_the_runner(command: &mut tokio::process::Command) {
 #[cfg(not(target_os = "linux"))]
 fn die_with_the_runner(_command: &mut tokio::process::Command) {}
 
+/// Programs run with a umask of 077: what they write is their owner's alone from the moment it
+/// exists. `ccoctl` writes the service-account signing key 0644 and a later step tightens it;
+/// a run stopped in between would leave the key readable by every user of the machine.
+fn private_files(command: &mut tokio::process::Command) {
+    // SAFETY: umask is async-signal-safe and the closure allocates nothing.
+    unsafe {
+        command.pre_exec(|| {
+            libc::umask(0o077);
+            Ok(())
+        });
+    }
+}
+
 /// A bare program name is looked up in the base environment's PATH when one is set, since the
 /// spawned program's PATH does not decide where its own executable is found.
 fn resolve_program(program: &str, path: Option<&String>) -> std::path::PathBuf {
@@ -497,6 +513,18 @@ mod tests {
         let ran = Exec::default().run(&ctx, &touch("false")).await.unwrap();
         assert!(dir.path().join("made").exists());
         assert_eq!(ran.outputs["exit_code"], json!(0));
+    }
+
+    #[tokio::test]
+    async fn what_a_program_writes_is_its_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = crate::keypair::tests::context_in(dir.path());
+        Exec::default().run(&ctx, &json!({ "argv": ["touch", "signer.private"] })).await.unwrap();
+        Exec::default().run(&ctx, &json!({ "argv": ["mkdir", "keys"] })).await.unwrap();
+        let mode = |name: &str| std::fs::metadata(dir.path().join(name)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode("signer.private"), 0o600);
+        assert_eq!(mode("keys"), 0o700);
     }
 
     #[test]

@@ -8,7 +8,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::azure::settings::{CA_FILE_VAR, SettingsSource};
-use crate::capture::tail;
 use crate::kind::{known_text, parse_inputs, pointer_segment, refuse_bad_inputs, schema_of};
 use crate::net;
 use crate::{
@@ -130,10 +129,16 @@ impl StepKind for Http {
         let status = response.status().as_u16();
         let retry_after = net::retry_after(|name| response.headers().get(name).and_then(|v| v.to_str().ok()));
         let body = response.text().await.unwrap_or_default();
-        let evidence =
-            json!({ "url": ctx.redact(&inputs.url), "status": status, "body_tail": ctx.redact(&tail(&body, 1000)) });
-
         let expected = inputs.expect_status.unwrap_or_else(|| vec![200]);
+        // A secret output by pointer is replaced by the runner only once it is extracted, after
+        // every check passed; before that (or with checks still to pass) the body is not kept.
+        let extracted = expected.contains(&status) && inputs.expect_json.is_empty();
+        let evidence = json!({
+            "url": ctx.redact(&inputs.url),
+            "status": status,
+            "body_tail": ctx.kept(crate::OutputSource::Body, &body, 1000, extracted),
+        });
+
         if !expected.contains(&status) {
             let message = format!("{} answered {status}, expected {expected:?}", inputs.url);
             let error = if status == 429 || status >= 500 {

@@ -23,6 +23,7 @@ mod kube;
 mod net;
 mod oidc;
 mod output_spec;
+pub mod redact;
 mod template;
 
 pub use arm::{Arm, ArmAction, ArmInputs, PrincipalType};

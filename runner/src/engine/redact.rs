@@ -1,5 +1,6 @@
 //! Keeps secrets out of everything journaled or shown: every secret value is replaced wherever it
-//! appears, even inside a longer string such as a command line.
+//! appears, even inside a longer string such as a command line, and so is a piece of one that a
+//! cut (a kept tail of a program's output) left at a string's start or end.
 
 use serde_json::Value;
 
@@ -8,7 +9,7 @@ pub struct Redactor {
     secrets: Vec<String>,
 }
 
-pub const REDACTED: &str = "<redacted>";
+pub const REDACTED: &str = runbook_steps::redact::REDACTED;
 
 /// The texts to scrub for a secret value: a string itself; each item of a list and each field
 /// of a table (recursively), since one item can appear on its own; a number as written.
@@ -96,14 +97,13 @@ impl Redactor {
         &self.secrets
     }
 
+    /// `text` with every spelling of every secret replaced, and a piece of one that a cut left
+    /// at its start or end (a tail of a long secret, see `runbook_steps::redact`).
     pub fn text(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for secret in &self.secrets {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), REDACTED);
-            }
+        if self.secrets.is_empty() {
+            return text.to_string();
         }
-        out
+        runbook_steps::redact::redact(text, &self.secrets)
     }
 
     /// Whether [`Redactor::value`] would change anything in `value`, found without copying it.
@@ -112,7 +112,7 @@ impl Redactor {
             return false;
         }
         match value {
-            Value::String(s) => self.secrets.iter().any(|secret| s.contains(secret.as_str())),
+            Value::String(s) => runbook_steps::redact::finds(s, &self.secrets),
             Value::Array(items) => items.iter().any(|v| self.finds_in(v)),
             Value::Object(map) => map.values().any(|v| self.finds_in(v)),
             other => self.secrets.contains(&other.to_string()),

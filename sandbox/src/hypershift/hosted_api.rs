@@ -9,7 +9,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 use super::{Hypershift, OPERATOR};
-use crate::kube::{KubeApiConfig, KubeApiServer, KubeHandle, KubeIdentity};
+use crate::kube::{ClientCertificate, KubeApiConfig, KubeApiServer, KubeHandle, KubeIdentity};
 
 /// The hosted cluster's operators, as `oc get clusteroperators` lists them.
 const CLUSTER_OPERATORS: &[&str] = &[
@@ -125,6 +125,8 @@ pub(crate) async fn ensure_server(hs: &Hypershift, key: &str, hc: &Value) -> Res
         pod_startup: mgmt_config.pod_startup,
         seed_cluster: false,
         clock: hs.shared.clock().clone(),
+        // As HyperShift's admin kubeconfig: a client certificate for system:admin.
+        admin_client_certificate: Some(ClientCertificate::generate("system:admin", &["system:masters"])?),
     };
     let server = KubeApiServer::start_with_ca(config, &hs.ca).await.map_err(|e| e.to_string())?;
     let handle = server.handle();

@@ -82,6 +82,34 @@ pub struct KubeApiConfig {
     /// What pod start-up, watch timeouts and slow answers are measured against. A
     /// [`Sandbox`](crate::Sandbox) gives its management and hosted clusters its own clock.
     pub clock: crate::Clock,
+    /// A client certificate and key (PEM) the kubeconfig's first user carries besides its token,
+    /// as a hosted cluster's admin kubeconfig does: it makes that kubeconfig the size and shape
+    /// of the real one (5–8 KB, the key in its `users:` section), which is what a secret's
+    /// handling must be tried with. The server authenticates by the token.
+    pub admin_client_certificate: Option<ClientCertificate>,
+}
+
+/// A client certificate and its private key, in PEM.
+#[derive(Clone, Debug)]
+pub struct ClientCertificate {
+    pub certificate_pem: String,
+    pub key_pem: String,
+}
+
+impl ClientCertificate {
+    /// A new RSA-2048 key and a certificate for `user` in `groups` (its subject's CN and O), as
+    /// the kube-apiserver's client certificates name them.
+    pub fn generate(user: &str, groups: &[&str]) -> Result<ClientCertificate, String> {
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_RSA_SHA256).map_err(|e| e.to_string())?;
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
+        params.distinguished_name.push(rcgen::DnType::CommonName, user);
+        for group in groups {
+            params.distinguished_name.push(rcgen::DnType::OrganizationName, *group);
+        }
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let certificate = params.self_signed(&key).map_err(|e| e.to_string())?;
+        Ok(ClientCertificate { certificate_pem: certificate.pem(), key_pem: key.serialize_pem() })
+    }
 }
 
 fn random_token() -> String {
@@ -102,6 +130,7 @@ impl Default for KubeApiConfig {
             pod_startup: Duration::from_secs(5),
             seed_cluster: true,
             clock: crate::Clock::default(),
+            admin_client_certificate: None,
         }
     }
 }
@@ -246,7 +275,16 @@ fn kubeconfig(config: &KubeApiConfig, url: &str, ca_pem: &str) -> String {
     }
     out.push_str(&format!("current-context: {cluster}\nusers:\n"));
     for (i, id) in config.identities.iter().enumerate() {
-        out.push_str(&format!("- name: {}\n  user:\n    token: {}\n", user_name(i, id), id.token));
+        out.push_str(&format!("- name: {}\n  user:\n", user_name(i, id)));
+        if let Some(cert) = config.admin_client_certificate.as_ref().filter(|_| i == 0) {
+            let encode = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+            out.push_str(&format!(
+                "    client-certificate-data: {}\n    client-key-data: {}\n",
+                encode(&cert.certificate_pem),
+                encode(&cert.key_pem)
+            ));
+        }
+        out.push_str(&format!("    token: {}\n", id.token));
     }
     out.push_str("preferences: {}\n");
     out
