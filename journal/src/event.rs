@@ -319,6 +319,14 @@ pub struct GateWaiting {
     pub prompt: String,
     #[serde(deserialize_with = "present")]
     pub persona: Option<String>,
+    /// The keyed digest of the run as planned when the gate began waiting (its runbook, variables
+    /// and required values): an approval is of this plan, and no other. Absent in journals of
+    /// builds before approvals were bound to a plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
+    /// The name the approver must type to approve (the gate's `approval.confirm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<String>,
 }
 
 /// A persona signed off a manual gate.
@@ -331,6 +339,10 @@ pub struct GateApproved {
     pub at: String,
     #[serde(deserialize_with = "present")]
     pub comment: Option<String>,
+    /// The plan approved: that of the gate's waiting (see [`GateWaiting::plan`]). A resume whose
+    /// plan differs (a variable changed, the runbook edited) does not take this approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
 }
 
 /// The runner stopped working on the run (done, failed, waiting or cancelled).

@@ -513,7 +513,7 @@ mod tests {
     }
 
     fn event(run_id: &str) -> NewEvent {
-        let data = crate::event::GateWaiting { prompt: "k".into(), persona: None };
+        let data = crate::event::GateWaiting { prompt: "k".into(), persona: None, plan: None, confirm: None };
         NewEvent::new(run_id, EventData::GateWaiting(data))
     }
 

@@ -34,6 +34,11 @@ pub struct ApprovalRequest {
     pub prompt: String,
     /// The persona expected to approve (recorded with the approval).
     pub persona: Option<String>,
+    /// A name the approver must type (or give as `runbook approve --confirm NAME`), as delete
+    /// dialogs ask for the name of what they delete: the cleanups ask for the cluster's. The
+    /// runner reads it when the gate begins waiting, and `runbook approve` asks for it.
+    #[allow(dead_code)]
+    pub confirm: Option<String>,
 }
 
 /// One check. `value` is usually a reference; exactly one comparison is given.

@@ -595,3 +595,24 @@ outputs.kubeconfig = {{ from = "stdout", secret = true }}
     let evidence = &env.step_events("step_finished", "echoed")[0]["evidence"];
     assert!(evidence["stdout_tail"].as_str().unwrap().contains("<redacted>"), "{evidence}");
 }
+
+/// `sandbox.env` is sourced by people: a directory named with what a shell acts on (`$(…)`,
+/// backquotes, `;`, a space, a quote) is a value there, and nothing runs.
+#[test]
+fn sandbox_env_is_sourced_as_values_never_as_commands() {
+    let env = TestEnv::new();
+    let dir = env.path().join("a b;$(touch pwned1)`touch pwned2`'q");
+    let _sandbox = crate::support::SandboxProcess::start(&dir);
+    let out = std::process::Command::new("bash")
+        .args(["-c", "source \"$1\" && printf %s \"$KUBECONFIG\"", "bash"])
+        .arg(dir.join("sandbox.env"))
+        .current_dir(env.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kubeconfig = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(kubeconfig.starts_with(dir.to_str().unwrap()), "{kubeconfig}");
+    for pwned in ["pwned1", "pwned2"] {
+        assert!(!env.path().join(pwned).exists(), "sourcing sandbox.env ran a command");
+    }
+}

@@ -275,9 +275,27 @@ fn cleaning_up_green_leaves_blue_whole_and_a_shared_cleanup_must_name_its_cluste
     assert_eq!(shared.code, 5, "waits for its approval: {}", shared.all());
     let approve_line = shared.all().lines().find(|l| l.contains("runbook approve ")).map(str::to_string).unwrap();
     let command: Vec<&str> = approve_line.split("runbook ").nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(command.last(), Some(&"green-hc"), "the approval asks for the cluster's name: {approve_line}");
+    // Approving with another cluster's name, or with none and no terminal to type it, changes nothing.
+    let (run_id, gate) = (command[1], command[2]);
+    for wrong in [vec!["approve", run_id, gate, "--confirm", "blue-hc"], vec!["approve", run_id, gate]] {
+        let refused = run_in(&env, &rehearsed, &green, &wrong);
+        assert_eq!(refused.code, 2, "{}", refused.all());
+        assert!(refused.stderr.contains("green-hc"), "{}", refused.stderr);
+    }
+    let still = run_in(&env, &rehearsed, &green, &["resume"]);
+    assert_eq!(still.code, 5, "still waiting: {}", still.all());
+    // Approved, then a variable changed: the approval was of the other plan, so the gate asks again.
     let approved = run_in(&env, &rehearsed, &green, &command);
     assert_eq!(approved.code, 0, "{}", approved.all());
-    let resumed = run_in(&env, &rehearsed, &green, &["resume"]);
+    // (`delete_persistent_rg = true` would be the change that matters most, and would delete
+    // blue's identities with the group they share: another variable stands for it here.)
+    let changed = run_in(&env, &rehearsed, &green, &["resume", "--var", "hypershift=./hypershift"]);
+    assert_eq!(changed.code, 5, "{}", changed.all());
+    assert!(changed.stderr.contains("asks again"), "{}", changed.stderr);
+    let approved = run_in(&env, &rehearsed, &green, &command);
+    assert_eq!(approved.code, 0, "{}", approved.all());
+    let resumed = run_in(&env, &rehearsed, &green, &["resume", "--var", "hypershift=./hypershift"]);
     assert_eq!(resumed.code, 0, "{}", resumed.all());
 
     assert!(resources_of(&rehearsed, "green").is_empty(), "{:#?}", resources_of(&rehearsed, "green"));
@@ -295,4 +313,63 @@ fn cleaning_up_green_leaves_blue_whole_and_a_shared_cleanup_must_name_its_cluste
     assert_eq!(String::from_utf8_lossy(&available.stdout), "True", "{}", String::from_utf8_lossy(&available.stderr));
     let gone = rehearsed.kubectl(&["get", "hostedcluster/green-hc", "--namespace", "clusters"]);
     assert!(!gone.status.success(), "green's HostedCluster is still there");
+}
+
+/// An organisation that brings its own principal (`cluster_ops_sp = false`) hands its
+/// azure-credentials.json over through Phase 1, and Phase 3 makes the cluster with it; without
+/// one, Phase 1 refuses at plan.
+#[test]
+fn a_principal_brought_by_the_organisation_takes_phase_3_through() {
+    let env = TestEnv::new();
+    let rehearsed = Rehearsed::start(&env, 2, "0");
+    let dir = env.path().join("own");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("pull-secret.json"), "{\"auths\":{}}\n").unwrap();
+    let settings = &rehearsed.sandbox.settings;
+    let credentials = dir.join("org-credentials.json");
+    std::fs::write(
+        &credentials,
+        json!({
+            "subscriptionId": settings["AZURE_SUBSCRIPTION_ID"],
+            "tenantId": settings["AZURE_TENANT_ID"],
+            "clientId": settings["AZURE_CLIENT_ID"],
+            "clientSecret": settings["AZURE_CLIENT_SECRET"],
+        })
+        .to_string(),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let vars = dir.join("phase1.vars.toml");
+    std::fs::write(
+        &vars,
+        format!(
+            "prefix = \"own\"\noidc_storage_account = \"ownoidc\"\nexternal_dns = false\ncluster_ops_sp = false\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nca_file = \"{}\"\n",
+            rehearsed.sandbox.dir.join("sandbox-ca.pem").display()
+        ),
+    )
+    .unwrap();
+    let refused =
+        run_in(&env, &rehearsed, &dir, &["plan", "phase1-workload-identity", "--vars", vars.to_str().unwrap()]);
+    assert_ne!(refused.code, 0, "{}", refused.all());
+    assert!(refused.all().contains("own_azure_credentials"), "{}", refused.all());
+
+    let own = format!("own_azure_credentials={}", credentials.display());
+    let phase1 = run_in(
+        &env,
+        &rehearsed,
+        &dir,
+        &["run", "phase1-workload-identity", "--vars", vars.to_str().unwrap(), "--var", &own],
+    );
+    assert_eq!(phase1.code, 0, "{}", phase1.all());
+    let apps: Vec<String> = rehearsed.sandbox.state()["applications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["displayName"].as_str().map(str::to_string))
+        .filter(|name| name.starts_with("own-hc"))
+        .collect();
+    assert!(apps.is_empty(), "no principal is made when one is brought: {apps:?}");
+    let phase3 = run_in(&env, &rehearsed, &dir, &["run", "phase3-hosted-cluster", "--var", "prefix=own"]);
+    assert_eq!(phase3.code, 0, "{}", phase3.all());
 }

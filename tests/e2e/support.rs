@@ -245,7 +245,7 @@ impl SandboxProcess {
         let settings = std::fs::read_to_string(&env_file)
             .unwrap()
             .lines()
-            .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+            .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_string(), shell_word(v))))
             .collect();
         SandboxProcess { child, settings, dir: dir.to_path_buf() }
     }
@@ -331,7 +331,7 @@ fn read_settings(env_file: &Path) -> BTreeMap<String, String> {
     std::fs::read_to_string(env_file)
         .unwrap()
         .lines()
-        .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_string(), shell_word(v))))
         .collect()
 }
 
@@ -783,22 +783,32 @@ impl Crasher {
         let run = run.map(str::to_string).or_else(|| rehearsed.runs_of(runbook).pop()).expect("a run waits");
         let status = Run::from(rehearsed.command(env, &["--output", "json", "status", &run]).output().expect("status"));
         let states = status.last_json();
-        let waiting: Vec<String> = states["steps"]
+        let waiting: Vec<(String, Option<String>)> = states["steps"]
             .as_object()
             .into_iter()
             .flatten()
             .filter(|(_, state)| state["state"] == "awaiting_approval")
-            .map(|(step, _)| step.clone())
+            .map(|(step, state)| (step.clone(), state["confirm"].as_str().map(str::to_string)))
             .collect();
         assert!(!waiting.is_empty(), "exit 5 without a gate waiting: {}", status.all());
-        for gate in waiting {
-            let approved = rehearsed
-                .command(env, &["approve", &run, &gate])
-                .env("RUNBOOK_PERSONA", persona)
-                .output()
-                .expect("approve");
+        for (gate, confirm) in waiting {
+            // A gate that deletes asks for the cluster's name, which the person types.
+            let mut args = vec!["approve", &run, &gate];
+            if let Some(name) = confirm.as_deref() {
+                args.extend(["--confirm", name]);
+            }
+            let approved = rehearsed.command(env, &args).env("RUNBOOK_PERSONA", persona).output().expect("approve");
             assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
         }
+    }
+}
+
+/// A value as `sandbox.env` writes it (single-quoted when it holds what a shell would act on),
+/// as the shell reads it.
+pub fn shell_word(written: &str) -> String {
+    match written.strip_prefix('\'').and_then(|w| w.strip_suffix('\'')) {
+        Some(quoted) => quoted.replace("'\\''", "'"),
+        None => written.to_string(),
     }
 }
 
@@ -807,7 +817,7 @@ pub fn sandbox_settings(env_file: &Path) -> BTreeMap<String, String> {
     std::fs::read_to_string(env_file)
         .unwrap()
         .lines()
-        .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .filter_map(|l| l.strip_prefix("export ")?.split_once('=').map(|(k, v)| (k.to_string(), shell_word(v))))
         .collect()
 }
 

@@ -279,7 +279,10 @@ mod tests {
     }
 
     fn event(run_id: &str) -> NewEvent {
-        NewEvent::new(run_id, EventData::GateWaiting(GateWaiting { prompt: "k".into(), persona: None }))
+        NewEvent::new(
+            run_id,
+            EventData::GateWaiting(GateWaiting { prompt: "k".into(), persona: None, plan: None, confirm: None }),
+        )
     }
 
     /// A server of the test's own, its database `postgres` as a journal's URL, and the connection

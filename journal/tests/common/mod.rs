@@ -64,6 +64,7 @@ pub fn step_event(run_id: &str, kind: &str, step: &str) -> NewEvent {
             persona: None,
             at: "2024-01-01T00:00:00Z".into(),
             comment: None,
+            plan: None,
         }),
         "step_failed" => EventData::StepFinished(finished(step, StepStatus::Failed)),
         _ => EventData::StepFinished(finished(step, StepStatus::Succeeded)),

@@ -1,13 +1,64 @@
 //! A persona signs off a manual gate; the next `resume` passes it.
 
-use runbook_journal::{EventData, GateApproved, NewEvent};
+use runbook_journal::{EventData, GateApproved, GateWaiting, NewEvent};
 use serde_json::json;
 
 use crate::cli::Env;
 use crate::cli::exit::{CliError, CliResult, Exit};
 use crate::cli::inspect::{pick_run, step_states};
 
-pub fn approve(env: &Env, run: &str, gate: &str, comment: Option<String>) -> CliResult {
+/// How the name a destructive gate asks for is given.
+pub enum Confirmation {
+    /// By the operator: `--confirm NAME`, or typed at the prompt when there is a terminal.
+    Given(Option<String>),
+    /// By a rehearsal, which plays the persona and types what is asked.
+    AsAsked,
+}
+
+/// The latest waiting of `gate` in run `run_id`: the plan it names and the name it asks for.
+fn latest_waiting(journal: &runbook_journal::Journal, run_id: &str, gate: &str) -> CliResult<GateWaiting> {
+    let mut latest = GateWaiting { prompt: String::new(), persona: None, plan: None, confirm: None };
+    for event in journal.events_for_run(run_id)? {
+        if let (EventData::GateWaiting(waiting), Some(step)) = (event.data, event.step.as_deref())
+            && step == gate
+        {
+            latest = waiting;
+        }
+    }
+    Ok(latest)
+}
+
+/// The operator confirms by the name the gate asks for, as delete dialogs do: given with
+/// `--confirm`, or typed when there is a terminal. Anything else refuses, changing nothing.
+fn confirm(asked: &str, gate: &str, how: Confirmation) -> CliResult<()> {
+    let given = match how {
+        Confirmation::AsAsked => return Ok(()),
+        Confirmation::Given(Some(given)) => given,
+        Confirmation::Given(None) if std::io::IsTerminal::is_terminal(&std::io::stdin()) => {
+            eprint!("gate `{gate}` deletes what it names: type `{asked}` to approve: ");
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map_err(|e| CliError::Internal(e.into()))?;
+            line.trim().to_string()
+        }
+        Confirmation::Given(None) => {
+            return Err(CliError::user_hint(
+                format!(
+                    "gate `{gate}` is approved only by typing the name `{asked}`, and there is no terminal to type it"
+                ),
+                format!("give it with `--confirm {asked}`"),
+            ));
+        }
+    };
+    if given == asked {
+        return Ok(());
+    }
+    Err(CliError::user_hint(
+        format!("gate `{gate}` asks for the name `{asked}`, and `{given}` was given: not approved"),
+        "check which cluster the run acts on (`runbook status`) and give its name",
+    ))
+}
+
+pub fn approve(env: &Env, run: &str, gate: &str, comment: Option<String>, how: Confirmation) -> CliResult {
     let journal = env.require_intact_journal()?;
     let record = pick_run(&journal, Some(run))?;
     // The key of the run approved: a run on another cluster may go on meanwhile.
@@ -38,17 +89,23 @@ pub fn approve(env: &Env, run: &str, gate: &str, comment: Option<String>) -> Cli
             ));
         }
     }
+    let waiting = latest_waiting(&journal, &record.id, gate)?;
+    if let Some(asked) = &waiting.confirm {
+        confirm(asked, gate, how)?;
+    }
     let approval = runbook_steps::Approval {
         by: crate::who::user(),
         persona: std::env::var("RUNBOOK_PERSONA").ok(),
         at: crate::who::now(),
         comment,
     };
+    // The plan approved is the one the gate was waiting in: a resume that plans otherwise asks again.
     let approved = GateApproved {
         by: approval.by.clone(),
         persona: approval.persona.clone(),
         at: approval.at.clone(),
         comment: approval.comment.clone(),
+        plan: waiting.plan,
     };
     journal.append(&[NewEvent::new(record.id.clone(), EventData::GateApproved(approved)).with_step(gate, None)])?;
     env.print(

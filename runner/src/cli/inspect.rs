@@ -51,7 +51,10 @@ pub fn step_states(journal: &Journal, run_id: &str) -> CliResult<(BTreeMap<Strin
                 }
             }
             (EventData::GateWaiting(d), Some(step)) => {
-                states.insert(step.clone(), json!({ "state": "awaiting_approval", "prompt": d.prompt }));
+                states.insert(
+                    step.clone(),
+                    json!({ "state": "awaiting_approval", "prompt": d.prompt, "confirm": d.confirm }),
+                );
             }
             (EventData::GateApproved(d), Some(step)) => {
                 states.insert(step.clone(), json!({ "state": "approved", "by": d.by }));

@@ -217,6 +217,10 @@ pub enum Command {
         gate: String,
         #[arg(long)]
         comment: Option<String>,
+        /// The name a destructive gate asks to be typed (the cluster's), given here instead of
+        /// typed at the prompt
+        #[arg(long, value_name = "NAME")]
+        confirm: Option<String>,
     },
     /// Hand a runbook's checkpoint values and files to another person: signed, secrets encrypted to them
     Export {
@@ -554,7 +558,9 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Status { run } => inspect::status(&env, run.as_deref()),
         Command::Outputs { run } => inspect::outputs(&env, run.as_deref()),
         Command::Get { key, run, cluster } => inspect::get(&env, &key, run.as_deref(), cluster.as_deref()),
-        Command::Approve { run, gate, comment } => approve::approve(&env, &run, &gate, comment),
+        Command::Approve { run, gate, comment, confirm } => {
+            approve::approve(&env, &run, &gate, comment, approve::Confirmation::Given(confirm))
+        }
         Command::Export { target, to, out, sign_with, no_secrets, cluster } => {
             export::export(&env, &export::ExportArgs { target, to, out, sign_with, no_secrets, cluster })
         }

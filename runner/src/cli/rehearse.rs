@@ -227,7 +227,13 @@ impl Rehearsal {
             if !self.env.printer.json {
                 self.env.printer.line(format_args!("rehearsal: approving gate `{gate}` as its persona would"));
             }
-            crate::cli::approve::approve(&self.env, run_id, gate, Some("approved by the rehearsal".into()))?;
+            crate::cli::approve::approve(
+                &self.env,
+                run_id,
+                gate,
+                Some("approved by the rehearsal".into()),
+                crate::cli::approve::Confirmation::AsAsked,
+            )?;
         }
         let request = ResumeRequest { run: Some(run_id.to_string()), vars: Vec::new(), rerun: Rerun::default() };
         let resumed = session::resume(&self.env, request, std::time::Instant::now()).await?;

@@ -185,6 +185,9 @@ pub async fn resume_timed(
     let started = std::time::Instant::now();
     let request = ResumeRequest { run: run.map(str::to_string), vars: raw_vars.to_vec(), rerun: rerun.into() };
     let resumed = session::resume(env, request, started).await?;
+    for stale in &resumed.stale_approvals {
+        env.printer.warning(stale);
+    }
     let finished = resumed.run.execute(env.printer.reporter()).await?;
     let exit = finished_exit(env, &finished);
     Ok(ResumeOutcome { exit, counts: finished.counts, timings: resumed.timings.executed(started.elapsed()) })

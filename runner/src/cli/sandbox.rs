@@ -210,12 +210,23 @@ impl StopSignals {
 pub fn write_env(dir: &Path, sandbox: &Sandbox, ca_file: &Path) -> CliResult<(PathBuf, BTreeMap<String, String>)> {
     let mut settings = azure_env(sandbox, ca_file);
     settings.extend(crate::cli::az_config::write(dir, sandbox, ca_file)?);
-    let mut exports: String = settings.iter().map(|(k, v)| format!("export {k}={v}\n")).collect();
-    exports.push_str(&format!("export KUBECONFIG={}\n", kubeconfig_path(dir).display()));
+    let mut exports: String = settings.iter().map(|(k, v)| format!("export {k}={}\n", shell_quoted(v))).collect();
+    exports.push_str(&format!("export KUBECONFIG={}\n", shell_quoted(&kubeconfig_path(dir).display().to_string())));
     // The file holds the sandbox client's secret, so it is 0600 and the terminal never shows it.
     let env_file = dir.join("sandbox.env");
     write_private(&env_file, exports.as_bytes())?;
     Ok((env_file, settings))
+}
+
+/// `value` as one shell word: as it is when it holds only characters no shell treats specially,
+/// else in single quotes (a `'` closing, escaped and reopening them). A `--dir` holding `$(…)`,
+/// `;` or a space then names a directory when the file is sourced, and runs nothing.
+fn shell_quoted(value: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_./:@%+=,-".contains(c);
+    if !value.is_empty() && value.chars().all(plain) {
+        return value.to_string();
+    }
+    format!("'{}'", value.replace('\'', "'\\''"))
 }
 
 /// The settings include the sandbox's client secret: written 0600 like every file holding one

@@ -52,6 +52,8 @@ pub struct RunContext {
     pub work_dir: PathBuf,
     pub templates: Arc<dyn TemplateSource>,
     pub approvals: HashMap<String, Approval>,
+    /// The digest of the run as planned, which a gate's waiting names (see `Facts::plan_digest`).
+    pub plan_digest: Option<String>,
     /// Instances (or whole steps) the operator asked to run again even if done.
     pub rerun: HashSet<String>,
     pub events: UnboundedSender<EngineEvent>,
@@ -136,6 +138,7 @@ async fn run(mut ctx: RunContext) -> anyhow::Result<RunSummary> {
         prior: &ctx.prior,
         rerun: &ctx.rerun,
         approvals: &ctx.approvals,
+        plan_digest: ctx.plan_digest.as_deref(),
         journal: Some(&ctx.journal),
         run_id: &ctx.run_id,
         work_dir: &ctx.work_dir,
@@ -184,7 +187,10 @@ async fn run(mut ctx: RunContext) -> anyhow::Result<RunSummary> {
                     pending.told.push(EngineEvent::GateWaiting {
                         step: instance.id.clone(),
                         prompt: waiting.prompt.clone(),
-                        approve_with: format!("runbook approve {} {}", ctx.run_id, instance.id),
+                        approve_with: match &waiting.confirm {
+                            Some(name) => format!("runbook approve {} {} --confirm {name}", ctx.run_id, instance.id),
+                            None => format!("runbook approve {} {}", ctx.run_id, instance.id),
+                        },
                     });
                     pending.events.push(
                         NewEvent::new(ctx.run_id.clone(), EventData::GateWaiting(waiting))

@@ -33,6 +33,9 @@ pub struct Facts<'a> {
     /// Instances (or whole steps) the operator asked to run again even if done.
     pub rerun: &'a HashSet<String>,
     pub approvals: &'a HashMap<String, Approval>,
+    /// The digest of the run as planned ([`crate::session::prepare::Prepared::digest`]), which
+    /// a gate's waiting names so its approval is of this plan only.
+    pub plan_digest: Option<&'a str>,
     /// Digests are keyed by the journal; without one nothing can have been done before.
     pub journal: Option<&'a Journal>,
     pub run_id: &'a str,
@@ -235,6 +238,8 @@ impl<'a> Scheduler<'a> {
             let waiting = GateWaiting {
                 prompt: self.redactor.text(prompt),
                 persona: request["persona"].as_str().map(String::from),
+                plan: facts.plan_digest.map(String::from),
+                confirm: request["confirm"].as_str().filter(|c| !c.is_empty()).map(|c| self.redactor.text(c)),
             };
             return Admission::AwaitApproval { waiting, reason };
         }
@@ -499,6 +504,7 @@ inputs.ticket = "CHG-1"
             prior: &prior,
             rerun: &rerun,
             approvals: &approvals,
+            plan_digest: None,
             journal: Some(&journal),
             run_id: "r",
             work_dir: dir.path(),

@@ -69,8 +69,13 @@ mod tests {
             seen
         });
         let sink = EventSink::new(journal.writer().unwrap(), tx);
-        let approved =
-            GateApproved { by: "ops".into(), persona: None, at: "2026-01-01T00:00:00Z".into(), comment: None };
+        let approved = GateApproved {
+            by: "ops".into(),
+            persona: None,
+            at: "2026-01-01T00:00:00Z".into(),
+            comment: None,
+            plan: None,
+        };
         sink.record(
             vec![NewEvent::new("r", EventData::GateApproved(approved))],
             [EngineEvent::RunCancelling { reason: "told".into() }],

@@ -516,18 +516,34 @@ impl History {
         Ok(secrets)
     }
 
-    /// The gate approvals given in run `run_id`, by instance.
-    pub fn approvals(&self, run_id: &str) -> anyhow::Result<HashMap<String, Approval>> {
-        let mut out = HashMap::new();
+    /// The gate approvals given in run `run_id` for the plan `plan` (see `Prepared::digest`), by
+    /// instance, and those given for another plan (a variable changed since, the runbook
+    /// edited): a gate of the second kind asks again.
+    pub fn approvals(&self, run_id: &str, plan: &str) -> anyhow::Result<Approvals> {
+        let mut out = Approvals::default();
         for row in self.rows.iter().filter(|r| r.kind == GATE_APPROVED && r.run_id == run_id) {
             if let (Some(step), EventData::GateApproved(approved)) = (&row.step, row.decode()?) {
                 let approval =
                     Approval { by: approved.by, persona: approved.persona, at: approved.at, comment: approved.comment };
-                out.insert(step.clone(), approval);
+                // An approval journaled before approvals named their plan is taken as before.
+                if approved.plan.as_deref().is_none_or(|approved| approved == plan) {
+                    out.stale.remove(step);
+                    out.current.insert(step.clone(), approval);
+                } else {
+                    out.current.remove(step);
+                    out.stale.insert(step.clone(), approval);
+                }
             }
         }
         Ok(out)
     }
+}
+
+/// A run's approvals: of the plan it runs now, and of another plan (they no longer count).
+#[derive(Debug, Default)]
+pub struct Approvals {
+    pub current: HashMap<String, Approval>,
+    pub stale: std::collections::BTreeMap<String, Approval>,
 }
 
 #[cfg(test)]

@@ -82,6 +82,7 @@ fn admit_dry(
         prior,
         rerun,
         approvals: &approvals,
+        plan_digest: None,
         journal,
         run_id: "(planned)",
         work_dir,

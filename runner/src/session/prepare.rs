@@ -60,6 +60,23 @@ fn required_list(runbook: &Runbook) -> String {
         .join(", ")
 }
 
+impl Prepared {
+    /// The keyed digest of the run as planned: its runbook, every variable's value and every
+    /// value required from earlier runbooks. An approval is of one plan: a resume whose plan
+    /// differs (a variable given another value, the runbook edited, an earlier runbook run again)
+    /// asks again. Keyed by the journal, so it says nothing of secret values.
+    pub(crate) fn digest(&self, journal: &runbook_journal::Journal) -> String {
+        let required: std::collections::BTreeMap<String, &serde_json::Value> =
+            self.required.iter().map(|((alias, output), value)| (format!("{alias}.{output}"), value)).collect();
+        let planned = serde_json::json!({
+            "runbook": self.runbook.digest,
+            "vars": self.vars.values,
+            "required": required,
+        });
+        journal.digest(planned.to_string().as_bytes())
+    }
+}
+
 /// Who journaled the values `alias` stands for, for messages: "runbook `phase1-…` (cluster `blue`)".
 pub(crate) fn published_by(runbook: &Runbook, alias: &str, cluster: Option<&str>) -> String {
     let name = runbook.file.requires.get(alias).map_or(alias, |r| r.runbook.as_str());

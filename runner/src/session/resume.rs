@@ -26,6 +26,9 @@ pub struct ResumeRequest {
 pub struct Resumed<'w> {
     pub run: StartedRun<'w>,
     pub timings: ResumeTimings,
+    /// Approvals given for the run as it was planned then, not as it is planned now (a variable
+    /// changed, the runbook edited): their gates ask again.
+    pub stale_approvals: Vec<String>,
 }
 
 /// Where the time of a resume went: reading and verifying the journal while its runbook loads,
@@ -115,9 +118,20 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
         .prior_on(&journal, prepared.runbook.name(), cluster.as_deref(), Some(&record.id), fresh)?
         .acting_on(target.clone());
     check_interrupted(&prepared, &prior, &request.rerun)?;
+    let approvals = history.approvals(&record.id, &prepared.digest(&journal))?;
+    let stale_approvals = approvals
+        .stale
+        .iter()
+        .map(|(gate, by)| {
+            format!(
+                "the approval of `{gate}` by {} at {} was of the run as planned then; its variables, runbook or required values have changed since, so `{gate}` asks again",
+                by.by, by.at
+            )
+        })
+        .collect();
     let decided = Decided {
         prior,
-        approvals: history.approvals(&record.id)?,
+        approvals: approvals.current,
         required_secrets: history.required_secrets(&journal, &prepared.runbook)?,
     };
     crate::free::in_background(history);
@@ -146,7 +160,7 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
         mode: "resume",
         setup,
     };
-    Ok(Resumed { run, timings })
+    Ok(Resumed { run, timings, stale_approvals })
 }
 
 /// The runbook the run to resume names, as the runs table says before the journal is verified:

@@ -217,6 +217,7 @@ impl StartedRun<'_> {
             run_id: run_id.clone(),
             work_dir,
             approvals: decided.approvals,
+            plan_digest: Some(prepared.digest(&journal)),
             rerun: rerun.set(),
             events: tx,
             graceful,

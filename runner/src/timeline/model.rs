@@ -363,14 +363,20 @@ mod tests {
                 &t("05"),
                 Some("g"),
                 None,
-                EventData::GateWaiting(GateWaiting { prompt: "ok?".into(), persona: None }),
+                EventData::GateWaiting(GateWaiting { prompt: "ok?".into(), persona: None, plan: None, confirm: None }),
             ),
             event(
                 9,
                 &t("09"),
                 Some("g"),
                 None,
-                EventData::GateApproved(GateApproved { by: "ann".into(), persona: None, at: t("08"), comment: None }),
+                EventData::GateApproved(GateApproved {
+                    by: "ann".into(),
+                    persona: None,
+                    at: t("08"),
+                    comment: None,
+                    plan: None,
+                }),
             ),
             event(
                 10,
