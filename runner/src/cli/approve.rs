@@ -12,6 +12,7 @@ pub enum Confirmation {
     /// By the operator: `--confirm NAME`, or typed at the prompt when there is a terminal.
     Given(Option<String>),
     /// By a rehearsal, which plays the persona and types what is asked.
+    #[cfg(feature = "sandbox")]
     AsAsked,
 }
 
@@ -32,6 +33,7 @@ fn latest_waiting(journal: &runbook_journal::Journal, run_id: &str, gate: &str) 
 /// `--confirm`, or typed when there is a terminal. Anything else refuses, changing nothing.
 fn confirm(asked: &str, gate: &str, how: Confirmation) -> CliResult<()> {
     let given = match how {
+        #[cfg(feature = "sandbox")]
         Confirmation::AsAsked => return Ok(()),
         Confirmation::Given(Some(given)) => given,
         Confirmation::Given(None) if std::io::IsTerminal::is_terminal(&std::io::stdin()) => {
