@@ -271,7 +271,22 @@ fn cleaning_up_green_leaves_blue_whole_and_a_shared_cleanup_must_name_its_cluste
 
     let hosted = run_in(&env, &rehearsed, &green, &["run", "cleanup-hosted-cluster", "--var", "prefix=green"]);
     assert_eq!(hosted.code, 0, "{}", hosted.all());
-    let shared = run_in(&env, &rehearsed, &green, &["run", "cleanup-shared-resources", "--var", "prefix=green"]);
+    // Asked to delete the persistent resource group too, which blue's identities share.
+    let shared = run_in(
+        &env,
+        &rehearsed,
+        &green,
+        &[
+            "run",
+            "cleanup-shared-resources",
+            "--var",
+            "prefix=green",
+            "--var",
+            "delete_persistent_rg=true",
+            "--var",
+            "persistent_rg_wait=3s",
+        ],
+    );
     assert_eq!(shared.code, 5, "waits for its approval: {}", shared.all());
     let approve_line = shared.all().lines().find(|l| l.contains("runbook approve ")).map(str::to_string).unwrap();
     let command: Vec<&str> = approve_line.split("runbook ").nth(1).unwrap().split_whitespace().collect();
@@ -296,7 +311,10 @@ fn cleaning_up_green_leaves_blue_whole_and_a_shared_cleanup_must_name_its_cluste
     let approved = run_in(&env, &rehearsed, &green, &command);
     assert_eq!(approved.code, 0, "{}", approved.all());
     let resumed = run_in(&env, &rehearsed, &green, &["resume", "--var", "hypershift=./hypershift"]);
-    assert_eq!(resumed.code, 0, "{}", resumed.all());
+    // Green's resources go; the group is kept, naming what is still in it: blue's.
+    assert_eq!(resumed.code, 3, "{}", resumed.all());
+    assert!(resumed.stderr.contains("persistent_rg_empty"), "{}", resumed.stderr);
+    assert!(resumed.stderr.to_ascii_lowercase().contains("blue-hc-"), "{}", resumed.stderr);
 
     assert!(resources_of(&rehearsed, "green").is_empty(), "{:#?}", resources_of(&rehearsed, "green"));
     assert_eq!(apps(&rehearsed.sandbox.state(), "green"), Vec::<String>::new());
