@@ -269,7 +269,15 @@ fn cleaning_up_green_leaves_blue_whole_and_a_shared_cleanup_must_name_its_cluste
     let unnamed = run_in(&env, &rehearsed, &green, &["plan", "cleanup-hosted-cluster"]);
     assert_eq!(unnamed.code, 2, "{}", unnamed.all());
 
+    // Destroying a hosted cluster is confirmed by its name; blue's is not green's.
     let hosted = run_in(&env, &rehearsed, &green, &["run", "cleanup-hosted-cluster", "--var", "prefix=green"]);
+    assert_eq!(hosted.code, 5, "{}", hosted.all());
+    let run_id = rehearsed.runs_of("cleanup-hosted-cluster").pop().unwrap();
+    let wrong = run_in(&env, &rehearsed, &green, &["approve", &run_id, "approve", "--confirm", "blue-hc"]);
+    assert_eq!(wrong.code, 2, "{}", wrong.all());
+    let approved = run_in(&env, &rehearsed, &green, &["approve", &run_id, "approve", "--confirm", "green-hc"]);
+    assert_eq!(approved.code, 0, "{}", approved.all());
+    let hosted = run_in(&env, &rehearsed, &green, &["resume"]);
     assert_eq!(hosted.code, 0, "{}", hosted.all());
     // Asked to delete the persistent resource group too, which blue's identities share.
     let shared = run_in(
