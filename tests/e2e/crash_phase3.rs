@@ -190,7 +190,14 @@ fn a_kill_between_role_assignment_and_the_hosted_cluster_then_resume_and_cleanup
     assert!(written.values().all(|n| *n == 1), "assignments written twice: {written:#?}");
     assert_eq!(written.len(), after_phase3.len() - before_phase3.len(), "{written:#?}");
 
+    // Destroying the cluster waits for its name, then goes on.
     let cleanup = rehearsed.command(&env, &["--no-progress", "run", "cleanup-hosted-cluster"]).output().unwrap();
+    assert_eq!(cleanup.status.code(), Some(5), "{}", String::from_utf8_lossy(&cleanup.stderr));
+    let run_id = rehearsed.runs_of("cleanup-hosted-cluster").pop().expect("the cleanup's run");
+    let approve =
+        rehearsed.command(&env, &["approve", &run_id, "approve", "--confirm", "rehearse-hc"]).output().unwrap();
+    assert!(approve.status.success(), "{}", String::from_utf8_lossy(&approve.stderr));
+    let cleanup = rehearsed.command(&env, &["--no-progress", "resume"]).output().unwrap();
     assert!(cleanup.status.success(), "{}", String::from_utf8_lossy(&cleanup.stderr));
     let leaked: Vec<String> = role_assignments(&rehearsed).difference(&before_phase3).cloned().collect();
     assert!(leaked.is_empty(), "left after destroying the cluster: {leaked:#?}");
