@@ -48,12 +48,12 @@ fn another_teams_application_is_left_alone_unless_adopted() {
         (planted["id"].as_str().unwrap().to_string(), planted["appId"].as_str().unwrap().to_string());
     let vars = phase1_vars(&env, &sandbox, "plant");
     let before = sandbox.requests().len();
-    let refused = Run::from(
-        env.command(&["--no-progress", "run", "phase1-workload-identity", "--vars", vars.to_str().unwrap()])
-            .envs(&sandbox.settings)
-            .output()
-            .unwrap(),
-    );
+    let phase1 = |extra: &[&str]| {
+        let mut args = vec!["--no-progress", "run", "phase1-workload-identity", "--vars", vars.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        Run::from(env.command(&args).envs(&sandbox.settings).output().unwrap())
+    };
+    let refused = phase1(&[]);
     assert_eq!(refused.code, 3, "{}", refused.all());
     assert!(refused.stderr.contains("ApplicationNotOurs"), "{}", refused.stderr);
     assert!(refused.stderr.contains(&app_id), "the refusal names the application: {}", refused.stderr);
@@ -70,20 +70,8 @@ fn another_teams_application_is_left_alone_unless_adopted() {
     assert_eq!(principals["value"], json!([]), "{principals}");
 
     // Adopted by its application id, it is this run's to use.
-    let adopted = Run::from(
-        env.command(&[
-            "--no-progress",
-            "run",
-            "phase1-workload-identity",
-            "--vars",
-            vars.to_str().unwrap(),
-            "--var",
-            &format!("external_dns_adopt_app_id={app_id}"),
-        ])
-        .envs(&sandbox.settings)
-        .output()
-        .unwrap(),
-    );
+    let adopt = format!("external_dns_adopt_app_id={app_id}");
+    let adopted = phase1(&["--var", &adopt]);
     assert_eq!(adopted.code, 0, "{}", adopted.all());
     let (_, app) = sandbox.call(reqwest::Method::GET, &format!("{graph}/applications/{object_id}"), GRAPH_SCOPE, None);
     assert_eq!(app["passwordCredentials"].as_array().map(Vec::len), Some(1), "{app}");
@@ -101,21 +89,7 @@ fn another_teams_application_is_left_alone_unless_adopted() {
     // The cluster-operations application this journal made carries its tag; a second pass
     // finds both again and writes nothing to either.
     let again_from = sandbox.requests().len();
-    let again = Run::from(
-        env.command(&[
-            "--no-progress",
-            "run",
-            "phase1-workload-identity",
-            "--fresh",
-            "--vars",
-            vars.to_str().unwrap(),
-            "--var",
-            &format!("external_dns_adopt_app_id={app_id}"),
-        ])
-        .envs(&sandbox.settings)
-        .output()
-        .unwrap(),
-    );
+    let again = phase1(&["--fresh", "--var", &adopt]);
     assert_eq!(again.code, 0, "{}", again.all());
     let ops = env.run(&["get", "phase1-workload-identity.cluster_ops_app_object_id"]);
     let ops_id = ops.stdout.trim().to_string();

@@ -128,10 +128,7 @@ pub async fn ensure_application(
         };
     }
     let found = applications_named(session, name).await?;
-    let ours: Vec<&DirectoryObject> = match owner.tag {
-        Some(tag) => found.iter().filter(|app| app.tags.iter().any(|t| t == tag)).collect(),
-        None => found.iter().collect(),
-    };
+    let ours = tagged(&found, owner.tag);
     match (ours.len(), found.len()) {
         (1, _) => return Ok(Ensured { object: ours[0].clone(), created: false, adopted: false }),
         (0, 0) => {}
@@ -145,6 +142,15 @@ pub async fn ensure_application(
     let response = session.call(Method::Post, &["applications"], &[], Some(&body)).await?;
     let created = success_json(&response, "creating the application", Replication::NotExpected)?;
     Ok(Ensured { object: object_of(&response, &created)?, created: true, adopted: false })
+}
+
+/// The applications of `found` that carry `tag` (made by this journal for this cluster); every
+/// one of them when there is no tag to go by (a step run outside a run).
+fn tagged<'a>(found: &'a [DirectoryObject], tag: Option<&str>) -> Vec<&'a DirectoryObject> {
+    match tag {
+        Some(tag) => found.iter().filter(|app| app.tags.iter().any(|t| t == tag)).collect(),
+        None => found.iter().collect(),
+    }
 }
 
 /// Applications of the step's name exist, and none was made by this journal for this cluster.
@@ -199,10 +205,7 @@ pub async fn delete_application(
         ApplicationRef::ObjectId(id) => id.to_string(),
         ApplicationRef::DisplayName(name) => {
             let found = applications_named(session, name).await?;
-            let ours: Vec<&DirectoryObject> = match owner_tag {
-                Some(tag) => found.iter().filter(|app| app.tags.iter().any(|t| t == tag)).collect(),
-                None => found.iter().collect(),
-            };
+            let ours = tagged(&found, owner_tag);
             match (ours.len(), found.len()) {
                 (0, 0) => return Ok(None),
                 (1, _) => ours[0].object_id.clone(),
