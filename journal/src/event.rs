@@ -327,6 +327,13 @@ pub struct GateWaiting {
     /// The name the approver must type to approve (the gate's `approval.confirm`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm: Option<String>,
+    /// How many different people must approve, when more than one (`approval.approvals`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals: Option<u32>,
+    /// Who may not approve: the person who started the run, when the gate says
+    /// `self_approval = false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_by: Option<String>,
 }
 
 /// A persona signed off a manual gate.

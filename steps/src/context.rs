@@ -28,8 +28,8 @@ pub struct StepContext {
     pub secrets: Arc<Vec<String>>,
     /// The declared outputs of this step, for kinds that extract them (exec, http).
     pub output_specs: Arc<std::collections::BTreeMap<String, crate::OutputSpec>>,
-    /// A journaled approval of this gate, if an operator gave one.
-    pub approval: Option<Approval>,
+    /// The journaled approvals of this gate (of different people, as many as it asks for).
+    pub approvals: Vec<Approval>,
     /// The run's clock: every wait, deadline and timestamp of a step reads it, so a run on a
     /// simulated clock waits out a long Retry-After or a deadline without sleeping.
     pub clock: Clock,
@@ -63,7 +63,7 @@ impl StepContext {
             handles_secrets: false,
             secrets: Arc::new(Vec::new()),
             output_specs: Arc::new(std::collections::BTreeMap::new()),
-            approval: None,
+            approvals: Vec::new(),
             clock: Clock::process(),
             owner: None,
         }

@@ -39,6 +39,32 @@ pub struct ApprovalRequest {
     /// runner reads it when the gate begins waiting, and `runbook approve` asks for it.
     #[allow(dead_code)]
     pub confirm: Option<String>,
+    /// How many different people must approve (default 1), each with `runbook approve`: the
+    /// gate passes once that many have approved the plan it waits in. The runner counts them.
+    #[allow(dead_code)]
+    pub approvals: Option<u32>,
+    /// Whether the person who started the run may approve it (default true); `false` asks for
+    /// someone else, as a review does. The runner and `runbook approve` both hold to it.
+    #[allow(dead_code)]
+    pub self_approval: Option<bool>,
+}
+
+/// How many different people a gate's approval needs, and whether the run's starter may be
+/// one of them: read from the gate's resolved inputs by the runner and `runbook approve`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApprovalRule {
+    pub approvals: u32,
+    pub self_approval: bool,
+}
+
+impl ApprovalRule {
+    pub fn of(inputs: &Value) -> ApprovalRule {
+        let request = &inputs["approval"];
+        ApprovalRule {
+            approvals: request["approvals"].as_u64().map(|n| n.clamp(1, 9) as u32).unwrap_or(1),
+            self_approval: request["self_approval"].as_bool().unwrap_or(true),
+        }
+    }
 }
 
 /// One check. `value` is usually a reference; exactly one comparison is given.
@@ -157,11 +183,12 @@ impl StepKind for Gate {
         let mut outputs = serde_json::Map::new();
         outputs.insert("checked".into(), json!(inputs.assert.len()));
         if let Some(request) = &inputs.approval {
-            match &ctx.approval {
-                Some(approval) => {
-                    outputs.insert("approved_by".into(), json!(approval.by));
+            match ctx.approvals.as_slice() {
+                [_, ..] => {
+                    let by: Vec<&str> = ctx.approvals.iter().map(|a| a.by.as_str()).collect();
+                    outputs.insert("approved_by".into(), json!(by.join(", ")));
                 }
-                None => {
+                [] => {
                     let who = request.persona.as_deref().map(|p| format!(" (as {p})")).unwrap_or_default();
                     return Err(StepError::new(ErrorClass::AwaitingApproval, request.prompt.clone())
                         .with_code("AwaitingApproval")
@@ -172,7 +199,10 @@ impl StepKind for Gate {
                 }
             }
         }
-        Ok(StepOutcome { outputs, evidence: json!({ "assertions": inputs.assert.len(), "approval": ctx.approval }) })
+        Ok(StepOutcome {
+            outputs,
+            evidence: json!({ "assertions": inputs.assert.len(), "approval": ctx.approvals.first(), "approvals": ctx.approvals }),
+        })
     }
 }
 
@@ -238,6 +268,15 @@ fn check_gate_inputs(inputs: &Value) -> Vec<InputProblem> {
         problems.push(
             InputProblem::new("/approval/prompt", "the approval prompt is empty")
                 .with_hint("say what the approver confirms, e.g. \"the DNS delegation is in place\""),
+        );
+    }
+    if let Some(count) = inputs.get("approval").and_then(|a| a.get("approvals"))
+        && !count.is_string()
+        && !count.as_u64().is_some_and(|n| (1..=9).contains(&n))
+    {
+        problems.push(
+            InputProblem::new("/approval/approvals", format!("`approvals` is {count}: a gate needs 1 to 9 approvers"))
+                .with_hint("`approvals = 2` asks two different people to approve"),
         );
     }
     if assertions.is_empty() && inputs.get("approval").is_none() {

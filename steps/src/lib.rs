@@ -44,7 +44,7 @@ pub use checkpoint::Checkpoint;
 pub use context::{NoTemplates, StepContext, TemplateSource, output_path_problem, template_name_problem};
 pub use error::{ErrorClass, StepError};
 pub use exec::{Exec, flag_arguments};
-pub use gate::{Approval, Gate};
+pub use gate::{Approval, ApprovalRule, Gate};
 pub use graph::{Graph, GraphAction, GraphInputs};
 pub use http::Http;
 pub use keypair::Keypair;

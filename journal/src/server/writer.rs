@@ -281,7 +281,14 @@ mod tests {
     fn event(run_id: &str) -> NewEvent {
         NewEvent::new(
             run_id,
-            EventData::GateWaiting(GateWaiting { prompt: "k".into(), persona: None, plan: None, confirm: None }),
+            EventData::GateWaiting(GateWaiting {
+                prompt: "k".into(),
+                persona: None,
+                plan: None,
+                confirm: None,
+                approvals: None,
+                not_by: None,
+            }),
         )
     }
 

@@ -16,17 +16,56 @@ pub enum Confirmation {
     AsAsked,
 }
 
-/// The latest waiting of `gate` in run `run_id`: the plan it names and the name it asks for.
-fn latest_waiting(journal: &runbook_journal::Journal, run_id: &str, gate: &str) -> CliResult<GateWaiting> {
-    let mut latest = GateWaiting { prompt: String::new(), persona: None, plan: None, confirm: None };
+/// The latest waiting of `gate` in run `run_id` (the plan it names, the name it asks for, how
+/// many approvers), and who has approved that plan since it began waiting.
+fn latest_waiting(
+    journal: &runbook_journal::Journal,
+    run_id: &str,
+    gate: &str,
+) -> CliResult<(GateWaiting, Vec<String>)> {
+    let mut latest =
+        GateWaiting { prompt: String::new(), persona: None, plan: None, confirm: None, approvals: None, not_by: None };
+    let mut approvers: Vec<String> = Vec::new();
     for event in journal.events_for_run(run_id)? {
-        if let (EventData::GateWaiting(waiting), Some(step)) = (event.data, event.step.as_deref())
-            && step == gate
-        {
-            latest = waiting;
+        match (event.data, event.step.as_deref()) {
+            (EventData::GateWaiting(waiting), Some(step)) if step == gate => {
+                // A resume that waits again in the same plan keeps the approvals given.
+                if waiting.plan != latest.plan {
+                    approvers.clear();
+                }
+                latest = waiting;
+            }
+            (EventData::GateApproved(approved), Some(step))
+                if step == gate && approved.plan == latest.plan && !approvers.contains(&approved.by) =>
+            {
+                approvers.push(approved.by);
+            }
+            _ => {}
         }
     }
-    Ok(latest)
+    Ok((latest, approvers))
+}
+
+/// A gate that asks for several people or for someone other than the run's starter says so
+/// before anything is journaled.
+fn check_approver(gate: &str, waiting: &GateWaiting, approvers: &[String], user: &str) -> CliResult<()> {
+    if waiting.not_by.as_deref() == Some(user) {
+        return Err(CliError::user_hint(
+            format!("gate `{gate}` is approved by someone other than the person who started the run ({user})"),
+            "ask a colleague with access to this journal to run `runbook approve`",
+        ));
+    }
+    if approvers.iter().any(|a| a == user) {
+        let needed = waiting.approvals.unwrap_or(1);
+        return Err(CliError::user_hint(
+            format!(
+                "{user} has already approved gate `{gate}`; it asks for {needed} different people, and {} of them have approved",
+                approvers.len()
+            ),
+            "ask another approver to run `runbook approve`",
+        ));
+    }
+    Ok(())
 }
 
 /// The operator confirms by the name the gate asks for, as delete dialogs do: given with
@@ -91,12 +130,14 @@ pub fn approve(env: &Env, run: &str, gate: &str, comment: Option<String>, how: C
             ));
         }
     }
-    let waiting = latest_waiting(&journal, &record.id, gate)?;
+    let (waiting, approvers) = latest_waiting(&journal, &record.id, gate)?;
+    let user = crate::who::user();
+    check_approver(gate, &waiting, &approvers, &user)?;
     if let Some(asked) = &waiting.confirm {
         confirm(asked, gate, how)?;
     }
     let approval = runbook_steps::Approval {
-        by: crate::who::user(),
+        by: user,
         persona: std::env::var("RUNBOOK_PERSONA").ok(),
         at: crate::who::now(),
         comment,
@@ -110,9 +151,20 @@ pub fn approve(env: &Env, run: &str, gate: &str, comment: Option<String>, how: C
         plan: waiting.plan,
     };
     journal.append(&[NewEvent::new(record.id.clone(), EventData::GateApproved(approved)).with_step(gate, None)])?;
+    let needed = waiting.approvals.unwrap_or(1) as usize;
+    let given = approvers.len() + 1;
+    let text = if given < needed {
+        format!(
+            "approved {gate} of run {} ({given} of {needed} approvers); it waits for {} more\n",
+            record.id,
+            needed - given
+        )
+    } else {
+        format!("approved {gate} of run {}; continue with `runbook resume {}`\n", record.id, record.id)
+    };
     env.print(
-        &format!("approved {gate} of run {}; continue with `runbook resume {}`\n", record.id, record.id),
-        json!({ "run": record.id, "gate": gate, "approval": approval }),
+        &text,
+        json!({ "run": record.id, "gate": gate, "approval": approval, "approvers": given, "needed": needed }),
     );
     Ok(Exit::Ok)
 }

@@ -95,6 +95,7 @@ async fn run_once(
         work_dir,
         templates: Arc::new(crate::bundled::Templates { dir: None }),
         approvals: HashMap::new(),
+        started_by: crate::who::user(),
         plan_digest: None,
         rerun: HashSet::new(),
         events: tx,

@@ -51,13 +51,38 @@ pub fn step_states(journal: &Journal, run_id: &str) -> CliResult<(BTreeMap<Strin
                 }
             }
             (EventData::GateWaiting(d), Some(step)) => {
+                let kept = states
+                    .get(step)
+                    .filter(|s| s["state"] == "awaiting_approval" && s["plan"] == json!(d.plan))
+                    .map(|s| s["approved_by"].clone())
+                    .unwrap_or_else(|| json!([]));
                 states.insert(
                     step.clone(),
-                    json!({ "state": "awaiting_approval", "prompt": d.prompt, "confirm": d.confirm }),
+                    json!({
+                        "state": "awaiting_approval", "prompt": d.prompt, "confirm": d.confirm,
+                        "approvals": d.approvals.unwrap_or(1), "approved_by": kept, "plan": d.plan,
+                    }),
                 );
             }
             (EventData::GateApproved(d), Some(step)) => {
-                states.insert(step.clone(), json!({ "state": "approved", "by": d.by }));
+                // A gate that asks for several people waits until that many have approved.
+                let waiting = states.get_mut(step).filter(|s| s["state"] == "awaiting_approval");
+                match waiting {
+                    Some(state) if state["plan"] == json!(d.plan) => {
+                        let needed = state["approvals"].as_u64().unwrap_or(1);
+                        let by = state["approved_by"].as_array_mut().expect("a list");
+                        if !by.contains(&json!(d.by)) {
+                            by.push(json!(d.by));
+                        }
+                        if by.len() as u64 >= needed {
+                            let by = by.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ");
+                            states.insert(step.clone(), json!({ "state": "approved", "by": by }));
+                        }
+                    }
+                    _ => {
+                        states.insert(step.clone(), json!({ "state": "approved", "by": d.by }));
+                    }
+                }
             }
             (EventData::HandoffImported(d), _) => {
                 for (checkpoint, outputs) in &d.checkpoints {

@@ -51,7 +51,10 @@ pub struct RunContext {
     pub run_id: String,
     pub work_dir: PathBuf,
     pub templates: Arc<dyn TemplateSource>,
-    pub approvals: HashMap<String, Approval>,
+    /// Each gate's approvals for this plan, by different people.
+    pub approvals: HashMap<String, Vec<Approval>>,
+    /// Who started the run: a gate with `self_approval = false` does not count their approval.
+    pub started_by: String,
     /// The digest of the run as planned, which a gate's waiting names (see `Facts::plan_digest`).
     pub plan_digest: Option<String>,
     /// Instances (or whole steps) the operator asked to run again even if done.
@@ -138,6 +141,7 @@ async fn run(mut ctx: RunContext) -> anyhow::Result<RunSummary> {
         prior: &ctx.prior,
         rerun: &ctx.rerun,
         approvals: &ctx.approvals,
+        started_by: Some(&ctx.started_by),
         plan_digest: ctx.plan_digest.as_deref(),
         journal: Some(&ctx.journal),
         run_id: &ctx.run_id,
@@ -302,7 +306,7 @@ fn job(ctx: &RunContext, i: usize, admitted: Admitted, redactor: &Redactor) -> J
         handles_secrets: admitted.secret,
         secrets: Arc::new(redactor.secrets().to_vec()),
         output_specs: Arc::new(def.spec.outputs.clone()),
-        approval: admitted.approval,
+        approvals: admitted.approvals,
         clock: ctx.clock.clone(),
         owner: (def.spec.kind == "graph").then(|| owner_tag(ctx)),
     };

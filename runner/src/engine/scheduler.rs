@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use runbook_journal::{GateWaiting, Journal, ReusedStep};
-use runbook_steps::{Approval, ErrorClass};
+use runbook_steps::{Approval, ApprovalRule, ErrorClass};
 use serde_json::{Map, Value};
 
 use super::attempt::{JobResult, secret_output_names};
@@ -32,7 +32,9 @@ pub struct Facts<'a> {
     pub prior: &'a Prior,
     /// Instances (or whole steps) the operator asked to run again even if done.
     pub rerun: &'a HashSet<String>,
-    pub approvals: &'a HashMap<String, Approval>,
+    pub approvals: &'a HashMap<String, Vec<Approval>>,
+    /// Who started the run (none in `plan`): not counted by a gate with `self_approval = false`.
+    pub started_by: Option<&'a str>,
     /// The digest of the run as planned ([`crate::session::prepare::Prepared::digest`]), which
     /// a gate's waiting names so its approval is of this plan only.
     pub plan_digest: Option<&'a str>,
@@ -66,7 +68,8 @@ pub struct Admitted {
     pub digest: String,
     pub input_digests: Map<String, Value>,
     pub reason: String,
-    pub approval: Option<Approval>,
+    /// A gate's approvals that count (as many as it asks for, of different people).
+    pub approvals: Vec<Approval>,
     /// The journal's attempt number of its first attempt in this run.
     pub first_attempt: u32,
 }
@@ -229,19 +232,33 @@ impl<'a> Scheduler<'a> {
             }
         };
 
-        let approval = facts.approvals.get(&instance.id).cloned();
-        if def.kind.awaits_approval(&resolved.value) && approval.is_none() {
-            self.state[i] = State::Waiting;
-            self.counts.waiting += 1;
-            let request = &resolved.value["approval"];
-            let prompt = request["prompt"].as_str().unwrap_or("approval needed");
-            let waiting = GateWaiting {
-                prompt: self.redactor.text(prompt),
-                persona: request["persona"].as_str().map(String::from),
-                plan: facts.plan_digest.map(String::from),
-                confirm: request["confirm"].as_str().filter(|c| !c.is_empty()).map(|c| self.redactor.text(c)),
-            };
-            return Admission::AwaitApproval { waiting, reason };
+        let mut approvals = Vec::new();
+        if def.kind.awaits_approval(&resolved.value) {
+            let rule = ApprovalRule::of(&resolved.value);
+            let not_by = facts.started_by.filter(|_| !rule.self_approval);
+            approvals = facts
+                .approvals
+                .get(&instance.id)
+                .into_iter()
+                .flatten()
+                .filter(|a| Some(a.by.as_str()) != not_by)
+                .cloned()
+                .collect();
+            if approvals.len() < rule.approvals as usize {
+                self.state[i] = State::Waiting;
+                self.counts.waiting += 1;
+                let request = &resolved.value["approval"];
+                let prompt = request["prompt"].as_str().unwrap_or("approval needed");
+                let waiting = GateWaiting {
+                    prompt: self.redactor.text(prompt),
+                    persona: request["persona"].as_str().map(String::from),
+                    plan: facts.plan_digest.map(String::from),
+                    confirm: request["confirm"].as_str().filter(|c| !c.is_empty()).map(|c| self.redactor.text(c)),
+                    approvals: (rule.approvals > 1).then_some(rule.approvals),
+                    not_by: not_by.map(String::from),
+                };
+                return Admission::AwaitApproval { waiting, reason };
+            }
         }
 
         if let (Some(key), false) = (&def.serialize, self.key_of.contains_key(&i)) {
@@ -267,7 +284,7 @@ impl<'a> Scheduler<'a> {
             digest,
             input_digests,
             reason,
-            approval,
+            approvals,
             first_attempt: facts.prior.attempts_in_run.get(&instance.id).copied().unwrap_or(0) + 1,
         }))
     }
@@ -283,7 +300,7 @@ impl<'a> Scheduler<'a> {
             digest: String::new(),
             input_digests: Map::new(),
             reason: reason.to_string(),
-            approval: None,
+            approvals: Vec::new(),
             first_attempt: 1,
         }))
     }
@@ -504,6 +521,7 @@ inputs.ticket = "CHG-1"
             prior: &prior,
             rerun: &rerun,
             approvals: &approvals,
+            started_by: None,
             plan_digest: None,
             journal: Some(&journal),
             run_id: "r",

@@ -528,9 +528,12 @@ impl History {
                 // An approval journaled before approvals named their plan is taken as before.
                 if approved.plan.as_deref().is_none_or(|approved| approved == plan) {
                     out.stale.remove(step);
-                    out.current.insert(step.clone(), approval);
-                } else {
-                    out.current.remove(step);
+                    let given = out.current.entry(step.clone()).or_default();
+                    // One person counts once, however often they approve.
+                    if !given.iter().any(|a| a.by == approval.by) {
+                        given.push(approval);
+                    }
+                } else if !out.current.contains_key(step) {
                     out.stale.insert(step.clone(), approval);
                 }
             }
@@ -539,10 +542,11 @@ impl History {
     }
 }
 
-/// A run's approvals: of the plan it runs now, and of another plan (they no longer count).
+/// A run's approvals: of the plan it runs now (each gate's, by different people, in the order
+/// given), and of another plan (they no longer count).
 #[derive(Debug, Default)]
 pub struct Approvals {
-    pub current: HashMap<String, Approval>,
+    pub current: HashMap<String, Vec<Approval>>,
     pub stale: std::collections::BTreeMap<String, Approval>,
 }
 

@@ -82,6 +82,7 @@ fn admit_dry(
         prior,
         rerun,
         approvals: &approvals,
+        started_by: None,
         plan_digest: None,
         journal,
         run_id: "(planned)",

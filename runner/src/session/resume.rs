@@ -133,6 +133,7 @@ pub async fn resume(ws: &Workspace, request: ResumeRequest, started: Instant) ->
         prior,
         approvals: approvals.current,
         required_secrets: history.required_secrets(&journal, &prepared.runbook)?,
+        started_by: record.who["user"].as_str().map(String::from).unwrap_or_else(who::user),
     };
     crate::free::in_background(history);
     let decided_at = started.elapsed();

@@ -122,7 +122,7 @@ impl<'w> PreparedRun<'w> {
             writer,
             lock,
             prepared,
-            decided: Decided { prior, approvals: HashMap::new(), required_secrets },
+            decided: Decided { prior, approvals: HashMap::new(), required_secrets, started_by: who::user() },
             run_id,
             work_dir,
             rerun,
@@ -135,8 +135,10 @@ impl<'w> PreparedRun<'w> {
 /// What a run decides from the journal's history before its first step.
 pub(crate) struct Decided {
     pub prior: Prior,
-    pub approvals: HashMap<String, runbook_steps::Approval>,
+    pub approvals: HashMap<String, Vec<runbook_steps::Approval>>,
     pub required_secrets: Vec<Value>,
+    /// Who started the run (for a resume, who started it first).
+    pub started_by: String,
 }
 
 /// A run holding the run lock, its row journaled: ready to execute.
@@ -217,6 +219,7 @@ impl StartedRun<'_> {
             run_id: run_id.clone(),
             work_dir,
             approvals: decided.approvals,
+            started_by: decided.started_by,
             plan_digest: Some(prepared.digest(&journal)),
             rerun: rerun.set(),
             events: tx,

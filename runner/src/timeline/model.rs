@@ -363,7 +363,14 @@ mod tests {
                 &t("05"),
                 Some("g"),
                 None,
-                EventData::GateWaiting(GateWaiting { prompt: "ok?".into(), persona: None, plan: None, confirm: None }),
+                EventData::GateWaiting(GateWaiting {
+                    prompt: "ok?".into(),
+                    persona: None,
+                    plan: None,
+                    confirm: None,
+                    approvals: None,
+                    not_by: None,
+                }),
             ),
             event(
                 9,
