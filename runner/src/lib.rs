@@ -13,6 +13,7 @@ pub mod model;
 pub mod plan;
 pub mod report;
 pub mod session;
+pub mod teardown;
 pub mod timeline;
 pub mod verify;
 pub mod who;

@@ -10,7 +10,8 @@
 //! "ordinal": 1, "fault": "throttle", "retry_after_seconds": 1}`; `service` is `kube` for the
 //! management cluster and `azure` (the default) for ARM, Entra, Graph and Blob. `fault` is one of
 //! `server_error` (Kubernetes: 500 "etcdserver: request timed out"; Azure: 500 in the service's
-//! envelope), `throttle` (429 with `Retry-After`; Blob: 503 `ServerBusy`) and `reset` (the
+//! envelope), `forbidden` (403: ARM's `AuthorizationFailed`, Graph's
+//! `Authorization_RequestDenied`, Kubernetes' `Forbidden`), `throttle` (429 with `Retry-After`; Blob: 503 `ServerBusy`) and `reset` (the
 //! connection closes without an answer). `GET /.sandbox/faults` lists the rules with how many
 //! requests each has matched and whether it fired.
 
@@ -82,10 +83,15 @@ impl FaultModel {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
     None,
-    Throttle { retry_after: Duration },
+    Throttle {
+        retry_after: Duration,
+    },
     ServerError,
     Reset,
     Slow(Duration),
+    /// The caller lacks the permission (a policy, a role not granted): 403 in the service's
+    /// envelope. Only a rule gives it.
+    Forbidden,
 }
 
 /// What a [`FaultRule`] does to the request it picks.
@@ -95,6 +101,7 @@ pub enum RuleFault {
     ServerError,
     Throttle,
     Reset,
+    Forbidden,
 }
 
 /// The `ordinal`-th request (from 1) whose method is `method` and whose path matches `path`
@@ -131,6 +138,7 @@ impl FaultRule {
             RuleFault::ServerError => Fault::ServerError,
             RuleFault::Throttle => Fault::Throttle { retry_after: Duration::from_secs(self.retry_after_seconds) },
             RuleFault::Reset => Fault::Reset,
+            RuleFault::Forbidden => Fault::Forbidden,
         }
     }
 }

@@ -139,6 +139,7 @@ async fn answer(
             Fault::Reset => Reply::reset(),
             Fault::Throttle { retry_after } => throttled(&shared, service, &req, retry_after),
             Fault::ServerError => server_error(&shared, service, &correlation_id),
+            Fault::Forbidden => forbidden(&shared, service, &req),
             Fault::Slow(extra) => {
                 shared.config.clock.sleep(extra).await;
                 dispatch(&shared, service, req).await
@@ -288,6 +289,27 @@ fn throttled(shared: &Shared, service: Service, req: &Req, after: std::time::Dur
         ),
     };
     retry_after_headers(reply, after)
+}
+
+/// 403 as each service says it to a caller without the permission.
+fn forbidden(shared: &Shared, service: Service, req: &Req) -> Reply {
+    let caller = shared.caller_object_id(req).unwrap_or_default();
+    match service {
+        Service::Arm => {
+            crate::arm::authorization::authorization_failed(&caller, "Microsoft.Resources/write", &req.path)
+        }
+        Service::Graph => crate::graph::graph_error(
+            StatusCode::FORBIDDEN,
+            "Authorization_RequestDenied",
+            "Insufficient privileges to complete the operation.",
+        ),
+        Service::Blob => crate::blob::blob_error(
+            StatusCode::FORBIDDEN,
+            "AuthorizationPermissionMismatch",
+            "This request is not authorized to perform this operation using this permission.",
+        ),
+        Service::Kube | Service::Entra => Reply::empty(StatusCode::FORBIDDEN),
+    }
 }
 
 fn server_error(shared: &Shared, service: Service, correlation_id: &str) -> Reply {

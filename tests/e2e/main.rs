@@ -48,6 +48,7 @@ mod simulated_time;
 mod standin_fence;
 mod standin_retries;
 mod support;
+mod teardown;
 mod timeline;
 mod verify;
 mod verify_drift;

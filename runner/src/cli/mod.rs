@@ -30,6 +30,7 @@ mod run;
 mod sandbox;
 #[cfg(feature = "sandbox")]
 mod sandbox_command;
+mod teardown;
 mod timeline;
 mod verify;
 
@@ -288,6 +289,23 @@ pub enum Command {
         /// Write to this file instead of standard output
         #[arg(short = 'o', long = "file", value_name = "FILE")]
         file: Option<PathBuf>,
+    },
+    /// Delete what one run, or every run of one cluster, made (failed, interrupted or
+    /// succeeded), from the journal's record: writes the teardown runbook (every object the runs
+    /// created, newest first; what they found in place is kept) and runs it, which waits for an
+    /// approval that lists every object and asks for the name
+    Teardown {
+        /// The run whose objects are deleted
+        run: Option<String>,
+        /// Every run of this cluster (Phase 1's prefix) instead
+        #[arg(long)]
+        cluster: Option<String>,
+        /// Where the teardown runbook is written (default: teardown-NAME.toml here)
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Write the runbook and stop; `runbook run FILE` runs it
+        #[arg(long)]
+        write_only: bool,
     },
     /// Read back what the latest run of a runbook made (GET only) and report drift per object;
     /// with `--journal A --journal B` (one per person) the journals make one history
@@ -573,6 +591,9 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Doctor { name, vars } => doctor::doctor(&env, &name, &vars).await,
         Command::Diagnose => diagnose::diagnose(&env, &cli.global.journal).await,
         Command::Journal { what: JournalWhat::Copy { from, to } } => journal_copy::copy(&env, &from, &to),
+        Command::Teardown { run, cluster, out, write_only } => {
+            teardown::teardown(&env, teardown::TeardownArgs { run, cluster, out, write_only }).await
+        }
         Command::Verify { runbook, all } => verify::verify(&env, &cli.global.journal, runbook.as_deref(), all).await,
         Command::Timeline { runs, format, file } => timeline::timeline(&env, &cli.global.journal, &runs, format, file),
         Command::Bench { what: BenchWhat::Engine { steps, dir } } => bench::engine(&env, steps, dir).await,

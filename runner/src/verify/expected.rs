@@ -26,6 +26,10 @@ pub struct Expected {
     /// The object whose deletion takes this one along (a NodePool's HostedCluster, an
     /// issuer's storage account).
     pub parent: Option<String>,
+    /// Some run of this journal created it (an `ensure` that reported `created`, a role it
+    /// assigned, an application or principal it made), not only found it in place: only such
+    /// objects are the journal's to tear down.
+    pub created: bool,
     pub check: Check,
 }
 
@@ -163,7 +167,8 @@ impl Ledger {
                 if !runs.iter().any(|r| r == run) {
                     runs.push(run.to_string());
                 }
-                *existing = Expected { runs, ..expected };
+                let created = existing.created || expected.created;
+                *existing = Expected { runs, created, ..expected };
             }
             None => self.objects.push(expected),
         }
@@ -210,6 +215,7 @@ impl Ledger {
                     step: step.to_string(),
                     runs: vec![run.to_string()],
                     parent: None,
+                    created: false,
                     check: Check::Kube {
                         api_version: text(&target["api_version"]).unwrap_or("v1").to_string(),
                         kind: kind.to_string(),
@@ -299,6 +305,7 @@ impl Ledger {
                 step: m.step.clone(),
                 runs: vec![run.to_string()],
                 parent: None,
+                created: m.outputs.get("created") == Some(&Value::Bool(true)),
                 check,
             },
         );
@@ -325,6 +332,7 @@ impl Ledger {
                     step: m.step.clone(),
                     runs: vec![run.to_string()],
                     parent: None,
+                    created: m.outputs.get("created") == Some(&Value::Bool(true)),
                     check,
                 };
                 self.put(run, expected);
@@ -346,6 +354,7 @@ impl Ledger {
                     step: m.step.clone(),
                     runs: vec![run.to_string()],
                     parent,
+                    created: m.outputs.get("created") == Some(&Value::Bool(true)),
                     check: Check::ServicePrincipal { object_id, app_id },
                 };
                 self.put(run, expected);
@@ -394,6 +403,7 @@ impl Ledger {
                 step: m.step.clone(),
                 runs: vec![run.to_string()],
                 parent,
+                created: false,
                 check: Check::Issuer {
                     issuer_url: issuer_url.to_string(),
                     kid: kid.to_string(),

@@ -2,7 +2,7 @@
 //! providers the sandbox models.
 
 mod api_versions;
-mod authorization;
+pub(crate) mod authorization;
 pub(crate) mod compute;
 mod dns;
 pub(crate) mod errors;

@@ -187,6 +187,7 @@ async fn answer(
                 Fault::ServerError => {
                     KubeReply::error(&KubeError::internal("Internal error occurred: etcdserver: request timed out"))
                 }
+                Fault::Forbidden => KubeReply::error(&KubeError::forbidden_path(&identity.username, "access", &path)),
                 Fault::Slow(extra) => {
                     shared.config.clock.sleep(extra).await;
                     super::router::route(&shared, identity, &req, stop, false).await
