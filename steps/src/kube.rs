@@ -9,6 +9,7 @@ mod client;
 mod compare;
 mod errors;
 mod inputs;
+mod nodepools;
 mod objects;
 mod pods;
 mod reader;
@@ -111,6 +112,7 @@ impl StepKind for Kube {
                 .iter()
                 .map(|n| OutputDecl { name: n.to_string(), secret: false })
                 .collect(),
+            "nodepools" => names(&["names", "target_version", "versions", "changed"]),
             "delete" => [&IDENTITY[..], &["deleted"]]
                 .concat()
                 .iter()
@@ -211,5 +213,6 @@ async fn perform(session: &mut Session<'_>, inputs: &KubeInputs) -> Result<Produ
         KubeInputs::Scale(i) => objects::scale(session, i).await,
         KubeInputs::Patch(i) => objects::patch(session, i).await,
         KubeInputs::Delete(i) => objects::delete(session, i).await,
+        KubeInputs::Nodepools(i) => nodepools::nodepools(session, i).await,
     }
 }

@@ -194,6 +194,63 @@ fn cleaning_up_green_leaves_blue_whole_and_a_shared_cleanup_must_name_its_cluste
     assert_eq!(scaled.code, 0, "{}", scaled.all());
     assert_eq!(replicas("blue-hc-workers"), "2");
     assert_eq!(replicas("blue-hc"), blue_first, "the cluster's first pool was not the one named");
+
+    // An upgrade moves the control plane, then the pools; a pool left behind beyond OpenShift's
+    // skew, or another cluster's pool, is refused before anything is written.
+    let field = |kind: &str, name: &str, path: &str| -> String {
+        let out = rehearsed.kubectl(&[
+            "get",
+            &format!("{kind}/{name}"),
+            "--namespace",
+            "clusters",
+            "--output",
+            &format!("jsonpath={{{path}}}"),
+        ]);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let image = |version: &str| format!("release_image=quay.io/openshift-release-dev/ocp-release:{version}-x86_64");
+    let blue_image = field("hostedcluster", "blue-hc", ".spec.release.image");
+    let far = image("4.25.0");
+    let skewed = run_in(
+        &env,
+        &rehearsed,
+        &blue,
+        &[
+            "run",
+            "day2-upgrade-cluster",
+            "--var",
+            "prefix=blue",
+            "--var",
+            &far,
+            "--var",
+            "nodepools=[\"blue-hc-workers\"]",
+        ],
+    );
+    assert_eq!(skewed.code, 3, "{}", skewed.all());
+    assert!(skewed.stderr.contains("UnsupportedVersionSkew"), "{}", skewed.stderr);
+    assert!(
+        skewed.stderr.contains("NodePool `blue-hc` runs 4.21.0, 4 minor versions behind 4.25.0"),
+        "{}",
+        skewed.stderr
+    );
+    assert_eq!(field("hostedcluster", "blue-hc", ".spec.release.image"), blue_image, "nothing was written");
+    let near = image("4.22.3");
+    let others = run_in(
+        &env,
+        &rehearsed,
+        &blue,
+        &["run", "day2-upgrade-cluster", "--var", "prefix=blue", "--var", &near, "--var", "nodepools=[\"green-hc\"]"],
+    );
+    assert_eq!(others.code, 3, "{}", others.all());
+    assert!(others.stderr.contains("NodePool `green-hc` belongs to cluster `green-hc`"), "{}", others.stderr);
+    let upgraded =
+        run_in(&env, &rehearsed, &blue, &["run", "day2-upgrade-cluster", "--var", "prefix=blue", "--var", &near]);
+    assert_eq!(upgraded.code, 0, "{}", upgraded.all());
+    for pool in ["blue-hc", "blue-hc-workers"] {
+        assert_eq!(field("nodepool", pool, ".status.version"), "4.22.3", "{pool}");
+    }
+    assert_eq!(field("nodepool", "green-hc", ".status.version"), "4.21.0", "green's pool is not blue's to move");
+    assert!(field("hostedcluster", "blue-hc", ".spec.release.image").contains("4.22.3"));
     for runbook in ["day2-scale-nodepool", "day2-delete-nodepool"] {
         let mut args = vec!["run", runbook, "--var", "prefix=blue", "--var", "nodepool=green-hc"];
         if runbook == "day2-scale-nodepool" {

@@ -109,9 +109,25 @@ impl NodePoolReconciler {
         c.set("ReconciliationActive", "True", "ReconciliationActive", "Reconciliation active on resource");
         let (next, replicas) = self.machines(hs, &np, &mut c);
         let image = np["spec"]["release"]["image"].as_str().unwrap_or_default();
+        // As HyperShift's NodePool controller: a pool newer than the control plane's completed
+        // release, or more than three minor versions behind it, is not rolled out.
+        let cluster = np["spec"]["clusterName"].as_str().unwrap_or_default();
+        let control_plane = hs.mgmt.get(HOSTED_CLUSTERS, Some(&self.namespace), cluster).ok().and_then(|hc| {
+            let history = hc["status"]["version"]["history"].as_array()?.clone();
+            history.iter().find(|h| h["state"] == "Completed")?["version"].as_str().map(String::from)
+        });
+        let skew = control_plane.as_deref().and_then(|cp| release::skew_problem(&release::version_of(image), cp));
+        match &skew {
+            Some(why) => c.set("SupportedVersionSkew", "False", "UnsupportedSkew", why),
+            None => c.set("SupportedVersionSkew", "True", "AsExpected", ""),
+        };
+        let previous = np["status"]["version"].clone();
         let mut status = json!({"replicas": replicas, "conditions": c.into_value()});
         if !image.is_empty() && replicas > 0 {
-            status["version"] = json!(release::version_of(image));
+            status["version"] = match skew {
+                None => json!(release::version_of(image)),
+                Some(_) => previous,
+            };
         }
         super::write_status(&hs.mgmt, NODE_POOLS, &np, status);
         next

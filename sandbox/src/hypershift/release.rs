@@ -45,3 +45,37 @@ pub(crate) fn status(previous: &Value, image: &str, rolled_out: bool, generation
 pub(crate) fn completed(version: &Value, image: &str) -> bool {
     version["history"][0]["image"].as_str() == Some(image) && version["history"][0]["state"] == "Completed"
 }
+
+/// `major.minor.patch` as numbers, when `version` is one.
+fn numbers(version: &str) -> Option<(u64, u64, u64)> {
+    let core = version.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    Some((parts.next()??, parts.next()??, parts.next().flatten().unwrap_or(0)))
+}
+
+/// Why a NodePool at `pool` is outside the skew its control plane at `control_plane` supports
+/// (newer than it, or more than three minor versions behind); None when within it or when
+/// either is not a version.
+pub(crate) fn skew_problem(pool: &str, control_plane: &str) -> Option<String> {
+    let (p, c) = (numbers(pool)?, numbers(control_plane)?);
+    if p > c {
+        return Some(format!("NodePool version {pool} is newer than the HostedCluster's {control_plane}"));
+    }
+    (p.0 != c.0 || c.1 - p.1 > 3).then(|| {
+        format!("NodePool version {pool} is more than 3 minor versions behind the HostedCluster's {control_plane}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pool_newer_than_its_control_plane_or_four_minors_behind_is_outside_the_skew() {
+        assert_eq!(skew_problem("4.21.0", "4.21.0"), None);
+        assert_eq!(skew_problem("4.18.9", "4.21.0"), None);
+        assert!(skew_problem("4.17.9", "4.21.0").unwrap().contains("more than 3 minor versions behind"));
+        assert!(skew_problem("4.22.0", "4.21.0").unwrap().contains("newer than"));
+        assert_eq!(skew_problem("sha256:abc", "4.21.0"), None);
+    }
+}

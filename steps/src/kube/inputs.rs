@@ -42,6 +42,7 @@ pub enum KubeInputs {
     Scale(ScaleInputs),
     Patch(PatchInputs),
     Delete(DeleteInputs),
+    Nodepools(NodePoolsInputs),
 }
 
 impl KubeInputs {
@@ -57,6 +58,7 @@ impl KubeInputs {
             KubeInputs::Scale(i) => &i.cluster,
             KubeInputs::Patch(i) => &i.cluster,
             KubeInputs::Delete(i) => &i.cluster,
+            KubeInputs::Nodepools(i) => &i.cluster,
         }
     }
 
@@ -72,6 +74,7 @@ impl KubeInputs {
             KubeInputs::Scale(_) => "scale",
             KubeInputs::Patch(_) => "patch",
             KubeInputs::Delete(_) => "delete",
+            KubeInputs::Nodepools(_) => "nodepools",
         }
     }
 }
@@ -260,5 +263,31 @@ pub struct DeleteInputs {
     /// A missing object is success (default true).
     pub ok_if_missing: Option<bool>,
     /// How long to wait until it is gone, e.g. "10m" (default 10m).
+    pub timeout: Option<String>,
+}
+
+/// `nodepools`: a hosted cluster's NodePools (those whose spec.clusterName is `cluster_name`)
+/// checked against a release within OpenShift's version-skew rules, and with `apply` moved to
+/// it: every pool named (none named: every pool of the cluster) is merge-patched to
+/// `release_image` and watched until it reports the release's version and is Ready.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct NodePoolsInputs {
+    #[serde(flatten)]
+    pub cluster: ClusterInputs,
+    /// The namespace of the HostedCluster and its NodePools (e.g. "clusters").
+    pub namespace: String,
+    /// The HostedCluster whose pools these are.
+    pub cluster_name: String,
+    /// The pools to move (empty: all of the cluster's); the others must stay within the skew.
+    #[serde(default)]
+    pub names: Vec<String>,
+    /// The release the control plane runs (or will): the pools moved get this image.
+    pub release_image: String,
+    /// Its OpenShift version (x.y.z); empty: read from the image's tag.
+    pub release_version: Option<String>,
+    /// Patch the pools named and wait for them (default: only check, writing nothing).
+    #[serde(default)]
+    pub apply: bool,
+    /// How long the pools may take (default 10m).
     pub timeout: Option<String>,
 }

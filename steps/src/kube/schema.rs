@@ -21,6 +21,7 @@ fn actions() -> Vec<(&'static str, Value)> {
         ("scale", schema_of::<ScaleInputs>()),
         ("patch", schema_of::<PatchInputs>()),
         ("delete", schema_of::<DeleteInputs>()),
+        ("nodepools", schema_of::<NodePoolsInputs>()),
     ]
 }
 
