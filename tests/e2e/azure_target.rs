@@ -121,6 +121,8 @@ fn a_handoff_made_against_a_sandbox_carries_the_mark_into_the_importing_journal(
     let exporter = TestEnv::new();
     let importer = TestEnv::new();
     let runbook = exporter.write("made.toml", RUNBOOK);
+    // The importer has the runbook too: a hand-off's values are checked against it.
+    importer.write("made.toml", RUNBOOK);
     let ca = exporter.write("sandbox-ca.pem", "a sandbox's CA");
     let sandbox = [("RUNBOOK_AZURE_CREDENTIAL", "sandbox"), ("RUNBOOK_CA_FILE", ca.to_str().unwrap())];
     let (code, out) = on(&exporter, &sandbox, &["run", runbook.to_str().unwrap()]);

@@ -250,6 +250,7 @@ fn a_hand_off_carries_its_cluster_and_the_importer_reads_each_clusters_own() {
     let alice = Person::new("alice", "alice-laptop");
     let bob = Person::new("bob", "bob-laptop");
     let runbook = clustered_runbook(&alice.env);
+    clustered_runbook(&bob.env);
     release(&alice.env, "blue");
     release(&alice.env, "green");
     alice.ok(&["run", &runbook, "--var", "cluster=blue"]);

@@ -192,6 +192,8 @@ pub(crate) fn scene() -> Scene {
     let mut printed = String::new();
     let token = format!("token={SECRET}");
     printed.push_str(&alice.ok(&["run", s(&source), "--var", &token]).all());
+    // Bob has the runbook too: what a hand-off may carry is checked against it.
+    bob.env.write("handoff-source.toml", SOURCE);
     let file = alice.env.path().join("handoff.json");
     let export =
         alice.ok(&["export", "handoff-source", "--to", s(&bob_pub), "-o", s(&file), "--sign-with", s(&alice_key)]);
@@ -356,6 +358,7 @@ fn no_secrets_says_what_it_left_out() {
 
     // --no-secrets: no identity needed, the secrets are named as left out, and not imported.
     let carl = Person::new("carl", "carl-box");
+    carl.env.write("handoff-source.toml", SOURCE);
     let bare = alice.env.path().join("bare.json");
     let out = alice.ok(&[
         "export",
@@ -569,4 +572,82 @@ fn a_rehearsal_plays_both_people_with_a_key_pair_each_and_the_hand_off_between_t
     let verify = env.run_bare(&["--journal", s(&first), "--journal", s(&second), "audit", "--verify"]);
     assert_eq!(verify.code, 0, "{}", verify.all());
     assert!(verify.stdout.contains("linked to journal 1"), "{}", verify.stdout);
+}
+
+/// `body` signed by `key` with ssh-keygen, as a hand-off file.
+fn signed(person: &Person, key: &Path, name: &str, body: &serde_json::Value) -> PathBuf {
+    let mut text = serde_json::to_string_pretty(body).unwrap();
+    text.push('\n');
+    let body_file = person.env.write(&format!("{name}.body"), &text);
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-Y", "sign", "-n", "runbook-handoff", "-f"])
+        .arg(key)
+        .arg(&body_file)
+        .status()
+        .expect("ssh-keygen must be installed (openssh-client) for the hand-off tests");
+    assert!(status.success());
+    let signature = std::fs::read_to_string(format!("{}.sig", body_file.display())).unwrap();
+    person.env.write(name, &format!("{text}{signature}"))
+}
+
+/// A trusted signer vouches for values, not for what they are: a file the runbook publishes
+/// sent as a path, a value the runbook does not publish, a file named like the importer's
+/// journal, a dotfile, an option-looking name and one with a terminal escape are each refused
+/// with nothing written, the name printed escaped.
+#[test]
+fn a_crafted_hand_off_from_a_trusted_signer_is_checked_against_its_runbook() {
+    let scene = scene();
+    let original = std::fs::read_to_string(&scene.file).unwrap();
+    let body: serde_json::Value =
+        serde_json::from_str(original.split("-----BEGIN SSH SIGNATURE-----").next().unwrap()).unwrap();
+    let crafted = |name: &str, change: &dyn Fn(&mut serde_json::Value)| {
+        let mut body = body.clone();
+        change(&mut body);
+        signed(&scene.alice, &scene.alice_key, name, &body)
+    };
+
+    let path = crafted("path.handoff", &|b| {
+        let files = b["checkpoints"]["handoff"]["files"].as_object_mut().unwrap();
+        files.remove("ids_file");
+        b["checkpoints"]["handoff"]["values"]["ids_file"] = serde_json::json!({ "plain": "/home/bob/.ssh/id_ed25519" });
+    });
+    scene.refused(
+        &path,
+        &scene.bob_key,
+        &scene.alice_pub,
+        "`handoff.ids_file` is a file in `handoff-source`, and arrived as a plain value",
+    );
+
+    let extra = crafted("extra.handoff", &|b| {
+        b["checkpoints"]["handoff"]["values"]["kubeconfig"] = serde_json::json!({ "plain": "/etc/shadow" });
+    });
+    scene.refused(
+        &extra,
+        &scene.bob_key,
+        &scene.alice_pub,
+        "`handoff.kubeconfig` is not published by `handoff-source`",
+    );
+
+    for (i, (name, why)) in [
+        ("journal.db", "the importer's journal has that name"),
+        ("journal.db.key", "the importer's journal has that name"),
+        (".bash_profile", "a hidden file"),
+        ("-rf", "as an option would"),
+        ("ids\u{1b}[31m.json", "only letters, digits"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let file = crafted(&format!("named{i}.handoff"), &|b| {
+            b["checkpoints"]["handoff"]["files"]["ids_file"]["file_name"] = serde_json::json!(name);
+        });
+        scene.refused(&file, &scene.bob_key, &scene.alice_pub, why);
+        let out = scene.import(&file, &scene.bob_key, &scene.alice_pub);
+        assert!(!out.stderr.contains('\u{1b}'), "an escape sequence was printed raw: {:?}", out.stderr);
+    }
+    // The file as Alice's export wrote it still imports, listing every value it took.
+    let ok = scene.import(&scene.file, &scene.bob_key, &scene.alice_pub);
+    assert_eq!(ok.code, 0, "{}", ok.all());
+    assert!(ok.stdout.contains("handoff.issuer = \"https://issuer.example/one\""), "{}", ok.stdout);
+    assert!(ok.stdout.contains("handoff.token = (secret)"), "{}", ok.stdout);
 }

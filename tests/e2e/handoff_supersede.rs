@@ -183,7 +183,7 @@ fn another_signer_or_journal_does_not_replace_and_local_values_need_replace() {
 
     // Dave ran the source runbook himself: his own values are replaced only with --replace.
     let dave = Person::new("dave", "dave-box");
-    let source = dave.env.write("source.toml", SOURCE);
+    let source = dave.env.write("handoff-source.toml", SOURCE);
     dave.ok(&["run", s(&source), "--var", &format!("token={ROTATED}")]);
     let import = |extra: &[&str]| {
         let mut args = vec!["import", s(&scene.file), "--identity", s(&scene.bob_key), "--trust", s(&scene.alice_pub)];

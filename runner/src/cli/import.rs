@@ -3,20 +3,41 @@
 use serde_json::json;
 
 use crate::cli::Env;
-use crate::cli::exit::{CliResult, Exit};
+use crate::cli::exit::{CliError, CliResult, Exit};
 pub use crate::handoff::import::ImportArgs;
 use crate::handoff::import::{Imported, import_file, made_on};
 
+/// The runbook a hand-off names: `--runbook FILE`, else the bundled one, else `NAME.toml` in the
+/// current directory; whichever it is must be named as the hand-off says.
+fn runbook_named(env: &Env, args: &ImportArgs, name: &str) -> CliResult<crate::model::Runbook> {
+    let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let runbook = match &args.runbook {
+        Some(path) => env.load_runbook(&path.display().to_string())?,
+        None if plain => env.load_runbook(name).or_else(|_| env.load_runbook(&format!("./{name}.toml")))?,
+        None => return Err(CliError::user(format!("`{}` is not a runbook name", name.escape_debug()))),
+    };
+    if runbook.name() != name {
+        return Err(CliError::user(format!(
+            "the runbook found is `{}`, not `{}`",
+            runbook.name(),
+            name.escape_debug()
+        )));
+    }
+    Ok(runbook)
+}
+
 pub fn import(env: &Env, args: &ImportArgs) -> CliResult {
     let file = &args.file;
-    let (imported, sha) = import_file(&env.journal_path, args)?;
-    let (run_id, signer, files, handoff, replaces) = match imported {
+    let (imported, sha) = import_file(&env.journal_path, args, &|name| runbook_named(env, args, name))?;
+    let (run_id, signer, files, values, handoff, replaces) = match imported {
         Imported::Already { run_id } => {
             let text = format!("`{}` was already imported (run {run_id}); nothing to do\n", file.display());
             env.print(&text, json!({ "file": file, "sha256": sha, "run": run_id, "already_imported": true }));
             return Ok(Exit::Ok);
         }
-        Imported::New { run_id, signer, files, handoff, replaces } => (run_id, signer, files, handoff, replaces),
+        Imported::New { run_id, signer, files, values, handoff, replaces } => {
+            (run_id, signer, files, values, handoff, replaces)
+        }
     };
     let exporter = &handoff.provenance.who;
     let mut text = format!(
@@ -26,11 +47,29 @@ pub fn import(env: &Env, args: &ImportArgs) -> CliResult {
         exporter["user"].as_str().unwrap_or("?"),
         exporter["host"].as_str().unwrap_or("?"),
     );
+    // Every value taken, so the importer sees what the signer vouched for; secrets by name only,
+    // and nothing a terminal would act on printed raw.
+    for (key, value) in &values {
+        // JSON escapes every control character in a string: nothing a terminal acts on is printed.
+        // A list is counted, a long text cut: `get` shows the whole value.
+        let shown = match value {
+            None => "(secret)".to_string(),
+            Some(serde_json::Value::Array(items)) => format!("[{} values]", items.len()),
+            Some(v) => {
+                let text = v.to_string();
+                match text.char_indices().nth(72) {
+                    Some((at, _)) => format!("{}…", &text[..at]),
+                    None => text,
+                }
+            }
+        };
+        text.push_str(&format!("  {key} = {shown}\n"));
+    }
     for f in &files {
         text.push_str(&format!(
             "  {} -> {}{}\n",
             f["key"].as_str().unwrap_or("?"),
-            f["path"].as_str().unwrap_or("?"),
+            f["path"].as_str().unwrap_or("?").escape_debug(),
             if f["secret"] == json!(true) { " (0600)" } else { "" }
         ));
     }

@@ -267,6 +267,11 @@ pub enum Command {
         /// replaced by a newer one without it; an older one is always refused.
         #[arg(long)]
         replace: bool,
+        /// The runbook whose checkpoints the hand-off carries, when it is not bundled (default:
+        /// the bundled runbook of that name, else NAME.toml here): what it may carry is checked
+        /// against it
+        #[arg(long, value_name = "FILE")]
+        runbook: Option<PathBuf>,
     },
     /// What ran, who ran it, when, with what result
     Audit {
@@ -582,9 +587,10 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Export { target, to, out, sign_with, no_secrets, cluster } => {
             export::export(&env, &export::ExportArgs { target, to, out, sign_with, no_secrets, cluster })
         }
-        Command::Import { file, identity, trust, trusted_keys, dir, persona, replace } => {
-            import::import(&env, &import::ImportArgs { file, identity, trust, trusted_keys, dir, persona, replace })
-        }
+        Command::Import { file, identity, trust, trusted_keys, dir, persona, replace, runbook } => import::import(
+            &env,
+            &import::ImportArgs { file, identity, trust, trusted_keys, dir, persona, replace, runbook },
+        ),
         Command::Audit { since, format, verify } => {
             audit::audit(&env, &cli.global.journal, since.as_deref(), format, verify)
         }

@@ -472,7 +472,9 @@ pub fn hand_off(rehearsal: &Rehearsal) -> CliResult<SecondPerson> {
             dir: Some(dir.clone()),
             persona: Some("hypershift-admin".into()),
             replace: false,
+            runbook: None,
         },
+        &|name| rehearsal.env.load_runbook(name),
     )?;
     let import_run = match imported {
         crate::handoff::import::Imported::New { run_id, .. } | crate::handoff::import::Imported::Already { run_id } => {

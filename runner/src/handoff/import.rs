@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::exit::{CliError, CliResult};
+use crate::handoff::declared::Declared;
 use crate::handoff::format::{self, Content, Handoff};
 use crate::handoff::sealing::Identity;
 use crate::handoff::signing;
@@ -30,6 +31,8 @@ pub struct ImportArgs {
     pub persona: Option<String>,
     /// Let the hand-off's values replace values this journal made itself (journaled).
     pub replace: bool,
+    /// The runbook the hand-off's checkpoints belong to, when it is not bundled.
+    pub runbook: Option<PathBuf>,
 }
 
 /// A file to write, decided before anything is written.
@@ -58,6 +61,8 @@ pub enum Imported {
         run_id: String,
         signer: String,
         files: Vec<Value>,
+        /// Every value taken, as `checkpoint.name` and its value (None: secret).
+        values: Vec<(String, Option<Value>)>,
         handoff: Box<Handoff>,
         /// What it replaced: an earlier import's values, or (with --replace) local ones.
         replaces: Vec<Replaced>,
@@ -80,9 +85,38 @@ pub fn made_on(handoff: &Handoff) -> Vec<runbook_steps::AzureTarget> {
 /// Far above any hand-off (values and a few small files); a FIFO or a device is never read.
 const MAX_HANDOFF_BYTES: u64 = 64 * 1024 * 1024;
 
+/// The names the journal at `journal_path` uses in `dir` (its database, and the files named
+/// after it: the key, the WAL, the lock), which a hand-off's file may never take.
+fn journal_names(journal_path: &Path, dir: &Path) -> Vec<String> {
+    let parent = std::path::absolute(journal_path).ok().and_then(|p| p.parent().map(Path::to_path_buf));
+    match (parent, journal_path.file_name()) {
+        (Some(parent), Some(name)) if parent == dir => vec![name.to_string_lossy().into_owned()],
+        _ => Vec::new(),
+    }
+}
+
+/// Removes a journal this import created before it failed: the database and the files named
+/// after it beside it.
+fn remove_new_journal(journal_path: &Path) {
+    let (Some(dir), Some(name)) = (journal_path.parent(), journal_path.file_name()) else { return };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let name = name.to_string_lossy().into_owned();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if file == name || file.starts_with(&format!("{name}.")) || file.starts_with(&format!("{name}-")) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Checks and takes `args.file` into the journal at `journal_path` (created if missing, and
-/// only once every check passed); returns what was done and the file's SHA-256.
-pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Imported, String)> {
+/// only once every check passed); returns what was done and the file's SHA-256. `runbook`
+/// loads the runbook a hand-off names, whose checkpoints say what it may carry.
+pub fn import_file(
+    journal_path: &Path,
+    args: &ImportArgs,
+    runbook: &dyn Fn(&str) -> CliResult<crate::model::Runbook>,
+) -> CliResult<(Imported, String)> {
     let file = &args.file;
     let bytes = crate::model::read::read_bytes(file, "hand-off file", MAX_HANDOFF_BYTES)
         .map_err(|p| CliError::user_hint(format!("{}: {}", p.file, p.message), p.hint.unwrap_or_default()))?;
@@ -133,10 +167,30 @@ pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Importe
         }
     }
 
-    let identity = identity_for(&handoff, args, file)?;
     let dir = std::path::absolute(args.dir.clone().unwrap_or_else(|| PathBuf::from(".")))
         .map_err(|e| CliError::Internal(e.into()))?;
-    let (mut values, mut files) = open_contents(&handoff, identity.as_ref(), &dir, file)?;
+    let name = &handoff.provenance.runbook;
+    let declared = runbook(name).map(|r| Declared::of(&r)).map_err(|e| {
+        let why = match e {
+            CliError::User { message, .. } => message,
+            _ => "it cannot be loaded".to_string(),
+        };
+        refused(
+            file,
+            format!("it carries values of runbook `{}`, which is not bundled and not found here ({why})", name.escape_debug()),
+            "give the runbook the exporter ran with --runbook FILE (or keep it here as NAME.toml): what a hand-off may carry is checked against it",
+        )
+    })?;
+    let problems = declared.problems(&handoff, &journal_names(journal_path, &dir));
+    if !problems.is_empty() {
+        return Err(refused(
+            file,
+            format!("it does not match runbook `{name}`: {}", problems.join("; ")),
+            "a hand-off carries only the values and files its runbook's checkpoints publish; ask the exporter for the file `runbook export` wrote",
+        ));
+    }
+    let identity = identity_for(&handoff, args, file)?;
+    let (mut values, mut files) = open_contents(&handoff, identity.as_ref(), &dir, file, &declared)?;
     let replaces = match &journal {
         Some(journal) => {
             let conflicts = find_conflicts(journal, &handoff.provenance, &values, &files)?;
@@ -151,21 +205,29 @@ pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Importe
     };
     place_clashing_files(&mut files, &mut values, &replaces, file)?;
 
-    // Everything is checked: write the files, then journal the import. A write that fails
-    // takes back the files written before it.
+    // Everything is checked: the journal first (made now if there is none, so no file of the
+    // hand-off can take its place), then the files, then the import journaled. Anything that
+    // fails takes back what this import wrote.
+    let created = journal.is_none();
+    let journal = match journal {
+        Some(journal) => journal,
+        None => crate::workspace::create_journal(journal_path)?,
+    };
+    let undo_journal = || {
+        if created && !on_server {
+            remove_new_journal(journal_path);
+        }
+    };
     let to_write: Vec<&Planned> = files.iter().filter(|f| !f.present).collect();
     for (n, planned) in to_write.iter().enumerate() {
         if let Err(e) = write_new(&planned.path, &planned.bytes, planned.secret) {
             for written in &to_write[..n] {
                 let _ = std::fs::remove_file(&written.path);
             }
+            undo_journal();
             return Err(e);
         }
     }
-    let journal = match journal {
-        Some(journal) => journal,
-        None => crate::workspace::create_journal(journal_path)?,
-    };
     let run_id = crate::who::new_run_id();
     let outcome = journal_import(
         &journal,
@@ -180,11 +242,25 @@ pub fn import_file(journal_path: &Path, args: &ImportArgs) -> CliResult<(Importe
         for planned in files.iter().filter(|f| !f.present) {
             let _ = std::fs::remove_file(&planned.path);
         }
+        drop(journal);
+        undo_journal();
         return Err(e);
     }
     let written =
         files.iter().map(|f| json!({ "key": f.key, "path": f.path, "secret": f.secret, "sha256": f.sha256 })).collect();
-    Ok((Imported::New { run_id, signer, files: written, handoff: Box::new(handoff), replaces }, file_sha256))
+    let mut listed = Vec::new();
+    for (checkpoint, outputs) in &values {
+        for (name, (value, secret)) in outputs {
+            let key = format!("{checkpoint}.{name}");
+            if !files.iter().any(|f| f.key == key) {
+                listed.push((key, (!secret).then(|| value.clone())));
+            }
+        }
+    }
+    Ok((
+        Imported::New { run_id, signer, files: written, values: listed, handoff: Box::new(handoff), replaces },
+        file_sha256,
+    ))
 }
 
 /// This journal's imports, by run.
@@ -300,6 +376,7 @@ fn open_contents(
     identity: Option<&Identity>,
     dir: &Path,
     file: &Path,
+    declared: &Declared,
 ) -> CliResult<(Values, Vec<Planned>)> {
     let decrypt = |key: &str, armored: &str| -> CliResult<Vec<u8>> {
         let identity = identity.ok_or_else(|| CliError::Internal(anyhow::anyhow!("no identity for `{key}`")))?;
@@ -314,8 +391,9 @@ fn open_contents(
         for (name, content) in &set.values {
             let key = format!("{checkpoint}.{name}");
             match content {
+                // Secret when the runbook says so, whatever the exporter marked.
                 Content::Plain(value) => {
-                    entry.insert(name.clone(), (value.clone(), false));
+                    entry.insert(name.clone(), (value.clone(), declared.secret(checkpoint, name)));
                 }
                 Content::Encrypted(armored) => {
                     let value = serde_json::from_slice(&decrypt(&key, armored)?).map_err(|e| {

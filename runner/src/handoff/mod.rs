@@ -3,6 +3,7 @@
 //! journal published, and when a newer hand-off replaces an earlier one's values are each in
 //! their own module; `export` and `import` are what the commands (and rehearsals) call.
 
+pub mod declared;
 pub mod export;
 pub mod format;
 pub mod import;

@@ -86,6 +86,33 @@ pub fn steps_with_secrets(file: &RunbookFile, defs: &[StepDef]) -> Vec<bool> {
     Flow::new(file, defs).steps_with_secrets()
 }
 
+/// Which values each checkpoint publishes are secret as the runbook says it (a secret variable,
+/// a secret output, or an output derived from a secret): by checkpoint id, value name.
+pub fn checkpoint_secrets(
+    file: &RunbookFile,
+    defs: &[StepDef],
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, bool>> {
+    let flow = Flow::new(file, defs);
+    let handles = flow.steps_with_secrets();
+    let mut out = std::collections::BTreeMap::new();
+    for def in defs.iter().filter(|d| d.spec.kind == "checkpoint") {
+        let values = def.spec.inputs.get("values").and_then(Value::as_object).cloned().unwrap_or_default();
+        let secrecy = values
+            .iter()
+            .map(|(name, value)| {
+                let mut strings = Vec::new();
+                collect_strings(value, "", &mut strings);
+                let secret = strings.iter().any(|(_, text)| {
+                    refs::parse(text).is_ok_and(|i| i.references().any(|r| flow.is_secret(&handles, r, false)))
+                });
+                (name.clone(), secret)
+            })
+            .collect();
+        out.insert(def.id().to_string(), secrecy);
+    }
+    out
+}
+
 /// A warning for every secret placed in an input its kind exposes (exec's argv).
 pub fn exposure_warnings(doc: &Document, file: &RunbookFile, defs: &[StepDef]) -> Vec<Problem> {
     let flow = Flow::new(file, defs);
