@@ -179,11 +179,7 @@ fn a_password_in_the_url_is_refused_without_being_shown() {
     let out = env.run_bare(&["--journal", "postgres://ops:hunter2@127.0.0.1:9/team", "status"]);
     assert_eq!(out.code, 2, "{}", out.all());
     assert!(!out.all().contains("hunter2"), "{}", out.all());
-    assert!(
-        out.stderr.contains("postgres://ops:***@127.0.0.1:9/team") && out.stderr.contains("PGPASSFILE"),
-        "{}",
-        out.all()
-    );
+    assert!(out.stderr.contains("postgres://(not shown)") && out.stderr.contains("PGPASSFILE"), "{}", out.all());
     let made: Vec<_> = std::fs::read_dir(env.path()).unwrap().flatten().map(|e| e.file_name()).collect();
     assert!(!made.iter().any(|name| name.to_string_lossy().starts_with("postgres")), "{made:?}");
 }
