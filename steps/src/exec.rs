@@ -47,6 +47,17 @@ impl Exec {
                     command.env(keep, value);
                 }
             }
+        } else {
+            // Against the built-in sandbox the principal's secret is the sandbox's own, which
+            // the stand-ins and the real CLIs need to reach it: it is no one's credential.
+            let sandbox = std::env::var("RUNBOOK_AZURE_CREDENTIAL").is_ok_and(|c| c == "sandbox");
+            for (name, _) in std::env::vars_os() {
+                let name = name.to_string_lossy();
+                let needed = inputs.inherit.iter().any(|i| *i == name) || (sandbox && name == "AZURE_CLIENT_SECRET");
+                if is_runner_secret(&name) && !needed {
+                    command.env_remove(name.as_ref());
+                }
+            }
         }
         command.envs(&self.base_env);
         command.envs(&inputs.env);
@@ -126,6 +137,12 @@ pub struct ExecInputs {
     /// Start from an empty environment (PATH and HOME are kept) instead of inheriting the runner's.
     #[serde(default)]
     pub clear_env: bool,
+    /// The runner's own secrets this program needs from its environment (e.g.
+    /// ["AZURE_CLIENT_SECRET"] for a CLI that signs in as the runner's principal). Without it a
+    /// program never sees them: AZURE_CLIENT_SECRET, AZURE_CLIENT_CERTIFICATE_PASSWORD,
+    /// AZURE_PASSWORD, ARM_CLIENT_SECRET, PGPASSWORD and the RUNBOOK_VAR_* values.
+    #[serde(default)]
+    pub inherit: Vec<String>,
     /// Working directory, relative to the run's working directory.
     pub cwd: Option<String>,
     /// Text written to the program's standard input.
@@ -140,6 +157,18 @@ pub struct ExecInputs {
 }
 
 const DEFAULT_CAPTURE_LIMIT: usize = 1024 * 1024;
+
+/// Credentials the runner itself holds in its environment: a program gets them only when its
+/// step names them in `inherit`, so a tool that logs its environment, or is compromised, does
+/// not carry off the runner's principal or the journal's database password.
+pub const RUNNER_SECRETS: [&str; 5] =
+    ["AZURE_CLIENT_SECRET", "AZURE_CLIENT_CERTIFICATE_PASSWORD", "AZURE_PASSWORD", "ARM_CLIENT_SECRET", "PGPASSWORD"];
+
+/// Whether the runner's environment variable `name` is one of its secrets: a credential above,
+/// or a variable value given as RUNBOOK_VAR_NAME (values reach programs through their inputs).
+pub fn is_runner_secret(name: &str) -> bool {
+    RUNNER_SECRETS.contains(&name) || name.starts_with("RUNBOOK_VAR_")
+}
 
 #[async_trait]
 impl StepKind for Exec {
@@ -280,6 +309,19 @@ pub fn flag_arguments(flags: &serde_json::Map<String, Value>) -> Vec<String> {
 /// are not text, and an empty list of successful exit codes.
 fn check_exec_inputs(inputs: &Value) -> Vec<InputProblem> {
     let mut problems = Vec::new();
+    for (i, name) in inputs.get("inherit").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        if let Some(name) = known_text(name)
+            && !is_runner_secret(name)
+        {
+            problems.push(
+                InputProblem::new(format!("/inherit/{i}"), format!("`{name}` is not one of the runner's secrets"))
+                    .with_hint(format!(
+                        "`inherit` names what a program would otherwise not get: {} or RUNBOOK_VAR_*; every other variable is passed anyway",
+                        RUNNER_SECRETS.join(", ")
+                    )),
+            );
+        }
+    }
     let nul = |at: String, what: &str| {
         InputProblem::new(at, format!("{what} holds a NUL byte, which no program can receive"))
             .with_hint("remove the \\u0000 from the value")

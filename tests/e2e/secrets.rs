@@ -616,3 +616,63 @@ fn sandbox_env_is_sourced_as_values_never_as_commands() {
         assert!(!env.path().join(pwned).exists(), "sourcing sandbox.env ran a command");
     }
 }
+
+/// A program sees the runner's own credentials only when its step names them in `inherit`:
+/// neither the principal's secret, nor the journal's database password, nor a variable's value
+/// given in the environment reaches any other.
+#[test]
+fn programs_do_not_inherit_the_runners_secrets_unless_a_step_names_them() {
+    let env = TestEnv::new();
+    let runbook = env.write(
+        "env.toml",
+        r#"
+[runbook]
+name = "env-demo"
+[vars.token]
+secret = true
+[[steps]]
+id = "plain"
+kind = "exec"
+inputs.argv = ["{stepper}", "env", "AZURE_CLIENT_SECRET", "env", "PGPASSWORD", "env", "RUNBOOK_VAR_TOKEN", "env", "AZURE_CLIENT_ID"]
+outputs.seen = { from = "stdout" }
+[[steps]]
+id = "signs_in"
+kind = "exec"
+inputs.inherit = ["AZURE_CLIENT_SECRET"]
+inputs.argv = ["{stepper}", "env", "AZURE_CLIENT_SECRET", "env", "PGPASSWORD"]
+outputs.seen = { from = "stdout" }
+"#,
+    );
+    let out = crate::support::Run::from(
+        env.command(&["run", runbook.to_str().unwrap(), "--output", "json"])
+            .env("AZURE_CLIENT_SECRET", "principal-secret-value")
+            .env("AZURE_CLIENT_ID", "the-client-id")
+            .env("PGPASSWORD", "database-password-value")
+            .env("RUNBOOK_VAR_TOKEN", "token-value-from-env")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{}", out.all());
+    let plain = env.step_events("step_finished", "plain");
+    assert_eq!(plain[0]["evidence"]["stdout_tail"], "\n\n\nthe-client-id\n", "{plain:?}");
+    // The step that names the secret gets it, and only it.
+    let inherited = env.step_events("step_finished", "signs_in");
+    assert_eq!(inherited[0]["evidence"]["stdout_tail"], "principal-secret-value\n\n", "{inherited:?}");
+
+    let bad = env.write(
+        "bad.toml",
+        r#"
+[runbook]
+name = "bad-inherit"
+[[steps]]
+id = "x"
+kind = "exec"
+inputs.inherit = ["HOME"]
+inputs.argv = ["true"]
+"#,
+    );
+    let refused = env.run(&["plan", bad.to_str().unwrap()]);
+    assert_eq!(refused.code, 2, "{}", refused.all());
+    assert!(refused.stderr.contains("bad.toml:7:"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("not one of the runner's secrets"), "{}", refused.stderr);
+}
