@@ -651,3 +651,44 @@ fn a_crafted_hand_off_from_a_trusted_signer_is_checked_against_its_runbook() {
     assert!(ok.stdout.contains("handoff.issuer = \"https://issuer.example/one\""), "{}", ok.stdout);
     assert!(ok.stdout.contains("handoff.token = (secret)"), "{}", ok.stdout);
 }
+
+/// A key a tool left readable by others (as ccoctl leaves its signing key 0644 until a later
+/// step tightens it) is not exported in plain text: the export is refused, naming the mode.
+#[test]
+fn a_private_key_readable_by_others_is_not_exported_in_plain_text() {
+    let alice = Person::new("alice", "alice-laptop");
+    let (alice_key, _) = alice.ssh_key("alice_ed25519");
+    let (_, bob_pub) = alice.ssh_key("bob_ed25519");
+    let source = alice.env.write(
+        "loose.toml",
+        r#"
+[runbook]
+name = "loose-key"
+[[steps]]
+id = "key"
+kind = "template"
+inputs.inline = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"
+inputs.path = "signer.private"
+[[steps]]
+id = "handoff"
+kind = "checkpoint"
+inputs.files = { key_file = "${steps.key.path}" }
+"#,
+    );
+    alice.ok(&["run", s(&source)]);
+    let key = alice.env.path().join("signer.private");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let file = alice.env.path().join("loose.handoff");
+    let out = alice.run(&["export", "loose-key", "--to", s(&bob_pub), "-o", s(&file), "--sign-with", s(&alice_key)]);
+    assert_eq!(out.code, 2, "{}", out.all());
+    assert!(
+        out.stderr.contains("holds a private key or a client secret and is readable by others (mode 644)"),
+        "{}",
+        out.stderr
+    );
+    assert!(!file.exists());
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    alice.ok(&["export", "loose-key", "--to", s(&bob_pub), "-o", s(&file), "--sign-with", s(&alice_key)]);
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(!written.contains("MIIB"), "the key travels encrypted");
+}

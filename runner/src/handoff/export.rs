@@ -220,7 +220,32 @@ fn read_published_file(checkpoint: &str, name: &str, path: &Path, digest: &str) 
         ));
     }
     let mode = std::fs::metadata(path).map_err(|e| CliError::Internal(e.into()))?.permissions().mode();
-    Ok((bytes, mode & 0o077 == 0))
+    let private = mode & 0o077 == 0;
+    // A tool that wrote a key or a credential readable by others (ccoctl's signing key is 0644
+    // until a later step tightens it) would otherwise travel in plain text: refused instead.
+    if !private && holds_a_credential(&bytes) {
+        return Err(CliError::user_hint(
+            format!(
+                "hand-off file `{checkpoint}.{name}` at `{}` holds a private key or a client secret and is readable by others (mode {:o})",
+                path.display(),
+                mode & 0o777
+            ),
+            format!(
+                "make it its owner's alone (`chmod 600 {}`), then export again: it then travels encrypted",
+                path.display()
+            ),
+        ));
+    }
+    Ok((bytes, private))
+}
+
+/// Whether `bytes` look like a private key (PEM) or a credentials file naming a secret.
+fn holds_a_credential(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    text.contains("PRIVATE KEY-----")
+        || ["\"clientSecret\"", "\"aadClientSecret\"", "\"client_secret\"", "\"password\""]
+            .iter()
+            .any(|k| text.contains(k))
 }
 
 /// Written beside its final name and renamed, so a reader never sees half a file.
