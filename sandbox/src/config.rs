@@ -18,6 +18,11 @@ pub const DEFAULT_SUBSCRIPTION_ID: &str = "00000000-0000-0000-0000-000000000000"
 pub struct SandboxConfig {
     pub tenant_id: String,
     pub subscription_id: String,
+    /// The secret of the sandbox's own principal, which also opens its control pages
+    /// (`/.sandbox/state`, `requests`, `faults`). A served sandbox (`runbook sandbox up`, a
+    /// rehearsal) makes one of its own, so no other user of the machine knows it; the library's
+    /// default is [`crate::SANDBOX_CLIENT_SECRET`].
+    pub client_secret: String,
     /// Per-operation delays (reference/latency-model.md) times `scale`.
     pub latency: LatencyModel,
     /// Seeded fault injection; none by default.
@@ -62,6 +67,7 @@ impl Default for SandboxConfig {
         SandboxConfig {
             tenant_id: DEFAULT_TENANT_ID.to_string(),
             subscription_id: DEFAULT_SUBSCRIPTION_ID.to_string(),
+            client_secret: crate::SANDBOX_CLIENT_SECRET.to_string(),
             latency: LatencyModel::default(),
             faults: FaultModel::none(),
             principal_not_found_for: Duration::from_secs(30),

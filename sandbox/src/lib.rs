@@ -248,7 +248,7 @@ impl Sandbox {
         state.clients.insert(
             SANDBOX_CLIENT_ID.to_string(),
             Client {
-                secret: SANDBOX_CLIENT_SECRET.to_string(),
+                secret: config.client_secret.clone(),
                 object_id: SANDBOX_CLIENT_OBJECT_ID.to_string(),
                 // Long-standing principal: never inside a replication window.
                 created: config.clock.now().checked_sub(Duration::from_secs(86_400)).unwrap_or_else(Instant::now),
@@ -347,6 +347,11 @@ impl Sandbox {
 
     /// The Blob service without an account, e.g. `https://127.0.0.1:PORT` (no trailing slash);
     /// empty when the accounts are host names.
+    /// The secret of the sandbox's own principal (see [`SandboxConfig::client_secret`]).
+    pub fn client_secret(&self) -> &str {
+        &self.shared.config.client_secret
+    }
+
     pub fn blob_service_endpoint(&self) -> String {
         self.shared.endpoints.blob.clone()
     }
@@ -361,7 +366,7 @@ impl Sandbox {
             ("AZURE_TENANT_ID", self.tenant_id().to_string()),
             ("AZURE_SUBSCRIPTION_ID", self.subscription_id().to_string()),
             ("AZURE_CLIENT_ID", SANDBOX_CLIENT_ID.to_string()),
-            ("AZURE_CLIENT_SECRET", SANDBOX_CLIENT_SECRET.to_string()),
+            ("AZURE_CLIENT_SECRET", self.shared.config.client_secret.clone()),
         ];
         let mut env = if let Some(port) = self.public_names_port() {
             let mut env = vec![

@@ -112,6 +112,11 @@ async fn answer(
 
     let reply = if path == READY_PATH && req.method == http::Method::GET {
         Reply::json(StatusCode::OK, &serde_json::json!({"status": "ready", "service": service.to_string()}))
+    } else if path.starts_with("/.sandbox/") && !controls(&shared, &req) {
+        Reply::json(
+            StatusCode::UNAUTHORIZED,
+            &serde_json::json!({"error": {"code": "SandboxControlUnauthorized", "message": "the sandbox's control pages answer its own principal only: send `x-runbook-sandbox-secret: $AZURE_CLIENT_SECRET` (from its sandbox.env), or a token of that principal"}}),
+        )
     } else if path == STATE_PATH && req.method == http::Method::GET {
         let state = shared.state();
         let applications: Vec<serde_json::Value> = state
@@ -289,6 +294,18 @@ fn throttled(shared: &Shared, service: Service, req: &Req, after: std::time::Dur
         ),
     };
     retry_after_headers(reply, after)
+}
+
+/// Whether `req` may read or change the sandbox itself: it carries the sandbox principal's
+/// secret (`x-runbook-sandbox-secret`) or a token of that principal. Another user of the
+/// machine, who can reach the port but not read the 0600 `sandbox.env`, cannot.
+fn controls(shared: &Shared, req: &Req) -> bool {
+    let secret = &shared.config.client_secret;
+    let by_secret = req.header("x-runbook-sandbox-secret").is_some_and(|given| {
+        given.len() == secret.len() && given.bytes().zip(secret.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    });
+    by_secret
+        || shared.caller_object_id(req).is_some_and(|oid| oid.eq_ignore_ascii_case(crate::SANDBOX_CLIENT_OBJECT_ID))
 }
 
 /// 403 as each service says it to a caller without the permission.

@@ -41,7 +41,7 @@ start_sandbox() {
 
 # Azure requests answered so far (the sandbox's own /.sandbox/* paths excluded).
 azure_requests() {
-    curl -sf "${RUNBOOK_ARM_ENDPOINT}.sandbox/requests" | jq '[.requests[] | select(.path | startswith("/.sandbox") | not)] | length'
+    curl -sf -H "x-runbook-sandbox-secret: ${AZURE_CLIENT_SECRET}" "${RUNBOOK_ARM_ENDPOINT}.sandbox/requests" | jq '[.requests[] | select(.path | startswith("/.sandbox") | not)] | length'
 }
 
 now() { date +%s.%N; }

@@ -40,6 +40,7 @@ mod rehearse_faults;
 mod rehearse_no_external_dns;
 mod resume;
 mod retries;
+mod sandbox_control;
 mod schema;
 mod secrets;
 mod server_journal;

@@ -308,9 +308,9 @@ impl SandboxProcess {
         (status, answer.json().unwrap_or(serde_json::Value::Null))
     }
 
+    /// A client trusting the sandbox's CA, carrying its secret for the control pages.
     fn client(&self) -> reqwest::blocking::Client {
-        let ca = reqwest::Certificate::from_pem(&std::fs::read(self.dir.join("sandbox-ca.pem")).unwrap()).unwrap();
-        reqwest::blocking::Client::builder().add_root_certificate(ca).build().unwrap()
+        sandbox_client(&self.settings)
     }
 
     fn get(&self, path: &str) -> serde_json::Value {
@@ -824,7 +824,9 @@ pub fn sandbox_settings(env_file: &Path) -> BTreeMap<String, String> {
 /// A client trusting the sandbox's CA (`RUNBOOK_CA_FILE` of its settings).
 pub fn sandbox_client(settings: &BTreeMap<String, String>) -> reqwest::blocking::Client {
     let ca = reqwest::Certificate::from_pem(&std::fs::read(&settings["RUNBOOK_CA_FILE"]).unwrap()).unwrap();
-    reqwest::blocking::Client::builder().add_root_certificate(ca).build().unwrap()
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("x-runbook-sandbox-secret", settings["AZURE_CLIENT_SECRET"].parse().unwrap());
+    reqwest::blocking::Client::builder().add_root_certificate(ca).default_headers(headers).build().unwrap()
 }
 
 /// `GET` one of the sandbox's own pages (`/.sandbox/requests`, `/.sandbox/state`).

@@ -27,6 +27,13 @@ pub struct SandboxOptions {
 
 pub fn config(options: &SandboxOptions) -> CliResult<SandboxConfig> {
     let mut config = SandboxConfig::scaled(options.latency_scale);
+    // A secret of this sandbox's own: other users of the machine can reach its ports, and must
+    // neither get its tokens nor drive its control pages.
+    config.client_secret = {
+        use base64::Engine;
+        let bytes: [u8; 24] = rand::random();
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+    };
     if options.public_names {
         // Port 443 on the real network would be another program's, and the names would be
         // Azure's: only in the private network, which the entry made before anything ran.
@@ -267,7 +274,7 @@ async fn seed_parent_zone(sandbox: &Sandbox) -> anyhow::Result<()> {
             [
                 ("grant_type", "client_credentials"),
                 ("client_id", runbook_sandbox::SANDBOX_CLIENT_ID),
-                ("client_secret", runbook_sandbox::SANDBOX_CLIENT_SECRET),
+                ("client_secret", sandbox.client_secret()),
                 ("scope", "https://management.azure.com/.default"),
             ]
             .iter()
