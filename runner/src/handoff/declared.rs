@@ -57,7 +57,7 @@ impl Declared {
     pub fn problems(&self, handoff: &Handoff, journal_names: &[String]) -> Vec<String> {
         let mut problems = Vec::new();
         for (checkpoint, set) in &handoff.checkpoints {
-            let Some(published) = self.checkpoints.get(checkpoint) else {
+            let Some(published) = self.published_by(checkpoint) else {
                 problems.push(format!("`{checkpoint}` is not a checkpoint of runbook `{}`", self.runbook));
                 continue;
             };
@@ -100,7 +100,14 @@ impl Declared {
 
     /// Whether the runbook says `checkpoint.name` is secret.
     pub fn secret(&self, checkpoint: &str, name: &str) -> bool {
-        self.checkpoints.get(checkpoint).and_then(|p| p.get(name)).is_some_and(|p| p.secret)
+        self.published_by(checkpoint).and_then(|p| p.get(name)).is_some_and(|p| p.secret)
+    }
+
+    /// What checkpoint `checkpoint` publishes: a step's, or one instance's of a step with
+    /// `for_each` (`handoff[blue]`).
+    fn published_by(&self, checkpoint: &str) -> Option<&BTreeMap<String, Published>> {
+        let step = checkpoint.split_once('[').filter(|(_, rest)| rest.ends_with(']')).map_or(checkpoint, |(s, _)| s);
+        self.checkpoints.get(step)
     }
 }
 
@@ -154,5 +161,18 @@ mod tests {
         assert!(bad_file_name("journal.db-wal", &journal).is_some());
         assert!(bad_file_name("journal.db.key", &journal).is_some());
         assert_eq!(escaped("a\u{1b}b\n"), "`a\\u{1b}b\\n`");
+    }
+
+    #[test]
+    fn an_instance_of_a_fanned_out_checkpoint_publishes_what_its_step_does() {
+        let published = Published { file: false, file_name: None, secret: true };
+        let declared = Declared {
+            runbook: "r".into(),
+            checkpoints: BTreeMap::from([("handoff".to_string(), BTreeMap::from([("token".to_string(), published)]))]),
+        };
+        assert!(declared.secret("handoff[blue]", "token"));
+        assert!(declared.secret("handoff", "token"));
+        assert!(!declared.secret("handoff[blue", "token"));
+        assert!(!declared.secret("other", "token"));
     }
 }
