@@ -692,3 +692,32 @@ inputs.files = { key_file = "${steps.key.path}" }
     let written = std::fs::read_to_string(&file).unwrap();
     assert!(!written.contains("MIIB"), "the key travels encrypted");
 }
+
+/// A value an earlier runbook publishes as secret (imported or made here) is a secret in the
+/// runbook that requires it: `plan` warns when it is put in a program's argv.
+#[test]
+fn a_secret_required_from_an_earlier_runbook_in_argv_is_warned_about_at_plan() {
+    let alice = Person::new("alice", "alice-laptop");
+    alice.env.write("handoff-source.toml", SOURCE);
+    let consumer = alice.env.write(
+        "leaky.toml",
+        r#"
+[runbook]
+name = "leaky-consumer"
+[requires.src]
+runbook = "handoff-source"
+outputs = ["issuer", "token"]
+[[steps]]
+id = "leak"
+kind = "exec"
+inputs.argv = ["{stepper}", "print", "${src.token}"]
+[[steps]]
+id = "fine"
+kind = "exec"
+inputs.argv = ["{stepper}", "print", "${src.issuer}"]
+"#,
+    );
+    let plan = alice.run(&["plan", s(&consumer)]);
+    assert!(plan.stderr.contains("step `leak` puts a secret (`src.token`) in its argv"), "{}", plan.all());
+    assert!(!plan.stderr.contains("step `fine`"), "{}", plan.stderr);
+}

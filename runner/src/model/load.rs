@@ -136,6 +136,40 @@ impl Runbook {
 
 /// Parses and validates a runbook, reporting every problem found, not only the first.
 pub fn load(origin: Origin, text: String, registry: &Registry) -> Result<Runbook, Vec<Problem>> {
+    load_at(origin, text, registry, true)
+}
+
+/// The secret outputs of each runbook `file` requires, by alias: a bundled one, or `NAME.toml`
+/// beside the requiring runbook (one found nowhere, or that does not load, adds none). What the
+/// secrets-in-argv warning reads them as.
+fn required_secrets(
+    file: &RunbookFile,
+    registry: &Registry,
+    dir: Option<PathBuf>,
+) -> crate::model::secrets::RequiredSecrets {
+    let mut out = crate::model::secrets::RequiredSecrets::new();
+    for (alias, requirement) in &file.requires {
+        let name = &requirement.runbook;
+        let beside = || {
+            let plain = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            let path = dir.as_ref().filter(|_| plain)?.join(format!("{name}.toml"));
+            let text = crate::model::read::read_text(&path, "runbook").ok()?;
+            Some((Origin::File(path), text))
+        };
+        let Some((origin, text)) = crate::bundled::locate(name).ok().or_else(beside) else { continue };
+        let Ok(earlier) = load_at(origin, text, registry, false) else { continue };
+        let secret = crate::model::secrets::checkpoint_secrets(&earlier.file, &earlier.steps)
+            .into_values()
+            .flatten()
+            .filter_map(|(name, secret)| secret.then_some(name))
+            .collect();
+        out.insert(alias.clone(), secret);
+    }
+    out
+}
+
+/// [`load`]; `with_required` also reads the runbooks it requires (one level: theirs are not).
+fn load_at(origin: Origin, text: String, registry: &Registry, with_required: bool) -> Result<Runbook, Vec<Problem>> {
     let digest = format!("sha256:{}", hex::encode(Sha256::digest(text.as_bytes())));
     let file_name = match &origin {
         Origin::Bundled(name) => PathBuf::from(format!("runbooks/{name}.toml")),
@@ -168,7 +202,8 @@ pub fn load(origin: Origin, text: String, registry: &Registry) -> Result<Runbook
             return Err(problems);
         }
     };
-    let warnings = crate::model::secrets::exposure_warnings(&doc, &file, &steps);
+    let required = if with_required { required_secrets(&file, registry, origin.dir()) } else { Default::default() };
+    let warnings = crate::model::secrets::exposure_warnings(&doc, &file, &steps, &required);
     let by_id = steps.iter().enumerate().map(|(i, s)| (s.spec.id.clone(), i)).collect();
     Ok(Runbook { file, doc, origin, digest, steps, warnings, by_id })
 }

@@ -19,11 +19,17 @@ struct Flow<'a> {
     file: &'a RunbookFile,
     defs: &'a [StepDef],
     by_id: HashMap<&'a str, usize>,
+    /// By `requires` alias, the outputs its runbook publishes as secret.
+    required: Option<&'a RequiredSecrets>,
 }
+
+/// By `requires` alias, the outputs the earlier runbook publishes as secret (see
+/// [`checkpoint_secrets`]): a value read from one is a secret here too.
+pub type RequiredSecrets = std::collections::BTreeMap<String, std::collections::BTreeSet<String>>;
 
 impl<'a> Flow<'a> {
     fn new(file: &'a RunbookFile, defs: &'a [StepDef]) -> Self {
-        Flow { file, defs, by_id: defs.iter().enumerate().map(|(i, d)| (d.id(), i)).collect() }
+        Flow { file, defs, by_id: defs.iter().enumerate().map(|(i, d)| (d.id(), i)).collect(), required: None }
     }
 
     /// Whether each step (by index) receives a secret. Steps whose inputs hold a secret taint
@@ -75,7 +81,10 @@ impl<'a> Flow<'a> {
                 let d = &self.defs[i];
                 d.output(output).is_some_and(|o| o.secret) || (handles[i] && d.spec.outputs.contains_key(output))
             }),
-            Reference::Required { .. } | Reference::Run(_) => false,
+            Reference::Required { alias, output } => {
+                self.required.and_then(|r| r.get(alias)).is_some_and(|secret| secret.contains(output))
+            }
+            Reference::Run(_) => false,
         }
     }
 }
@@ -114,8 +123,13 @@ pub fn checkpoint_secrets(
 }
 
 /// A warning for every secret placed in an input its kind exposes (exec's argv).
-pub fn exposure_warnings(doc: &Document, file: &RunbookFile, defs: &[StepDef]) -> Vec<Problem> {
-    let flow = Flow::new(file, defs);
+pub fn exposure_warnings(
+    doc: &Document,
+    file: &RunbookFile,
+    defs: &[StepDef],
+    required: &RequiredSecrets,
+) -> Vec<Problem> {
+    let flow = Flow { required: Some(required), ..Flow::new(file, defs) };
     let handles = flow.steps_with_secrets();
     let mut warnings = Vec::new();
     for def in defs {
