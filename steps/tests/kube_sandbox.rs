@@ -134,6 +134,19 @@ async fn secret_data_stay_out_of_outputs_evidence_and_errors() {
     let rig = Rig::start(KubeApiConfig::default()).await;
     let file = rig.dir.path().join("azure.json");
     std::fs::write(&file, b"{\"clientSecret\": \"file-borne-secret\"}").unwrap();
+    // Readable by others, it is refused where it is consumed, its content nowhere in the error.
+    std::fs::set_permissions(&file, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o644))
+        .unwrap();
+    let exposed = json!({
+        "action": "secret", "name": "azure-creds", "namespace": "default",
+        "files": { "azure.json": "azure.json" }
+    });
+    let refused = rig.run(exposed).await.expect_err("a file others can read is refused");
+    assert_eq!(refused.code.as_deref(), Some("SecretFileExposed"), "{refused:?}");
+    assert!(!format!("{refused:?}").contains("file-borne-secret"));
+    assert!(rig.server.handle().get("secrets", Some("default"), "azure-creds").is_err(), "nothing was applied");
+    std::fs::set_permissions(&file, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600))
+        .unwrap();
     let inputs = json!({
         "action": "secret", "name": "azure-creds", "namespace": "default",
         "data": { "password": "hunter2-very-secret" },

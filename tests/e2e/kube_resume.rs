@@ -82,7 +82,9 @@ fn kube_steps_resume_after_kill_9_without_writing_anything_twice() {
     let server = runtime.block_on(KubeApiServer::start(KubeApiConfig::default())).expect("kube API server");
     let env = TestEnv::new();
     env.write("kubeconfig", &server.kubeconfig());
-    env.write("azure.json", &format!("{{\"clientSecret\": \"{FILE_SECRET}\"}}"));
+    let creds = env.write("azure.json", &format!("{{\"clientSecret\": \"{FILE_SECRET}\"}}"));
+    std::fs::set_permissions(&creds, <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o600))
+        .unwrap();
     let runbook = env.write("kube.toml", RUNBOOK);
     let var = format!("password={PASSWORD}");
 

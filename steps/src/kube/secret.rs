@@ -23,6 +23,24 @@ pub struct SecretApplied {
     pub keys: Vec<String>,
 }
 
+/// A file whose bytes become a Secret's is its owner's alone: one that other users of the
+/// machine can read (a tool that wrote it 0644, a step that never tightened it) has already
+/// leaked, and is refused where it is consumed rather than copied into the cluster.
+fn refuse_exposed(path: &std::path::Path, key: &str) -> Result<(), StepError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).map(|m| m.permissions().mode()).unwrap_or(0);
+    if mode & 0o077 == 0 {
+        return Ok(());
+    }
+    Err(StepError::permanent(format!(
+        "`{}` (key `{key}` of the Secret) is readable by other users of this machine (mode {:o})",
+        path.display(),
+        mode & 0o777
+    ))
+    .with_code("SecretFileExposed")
+    .with_hint(format!("make it its owner's alone (`chmod 600 {}`), then resume", path.display())))
+}
+
 /// The Secret's data from the inputs; every value is registered with the session to be redacted.
 pub fn collect_data(session: &mut Session<'_>, inputs: &SecretInputs) -> Result<BTreeMap<String, Vec<u8>>, StepError> {
     let mut data: BTreeMap<String, Vec<u8>> = BTreeMap::new();
@@ -38,6 +56,7 @@ pub fn collect_data(session: &mut Session<'_>, inputs: &SecretInputs) -> Result<
             StepError::permanent(format!("cannot read `{}` for key `{key}`: {e}", path.display()))
                 .with_code("FileUnreadable")
         })?;
+        refuse_exposed(&path, key)?;
         data.insert(key.clone(), bytes);
     }
     if data.is_empty() {
