@@ -30,14 +30,7 @@ mod tests {
         };
         journal.create_run(&run).unwrap();
         clock.advance(std::time::Duration::from_secs(1));
-        let waiting = crate::GateWaiting {
-            prompt: "p".into(),
-            persona: None,
-            plan: None,
-            confirm: None,
-            approvals: None,
-            not_by: None,
-        };
+        let waiting = crate::GateWaiting { prompt: "p".into(), ..Default::default() };
         journal.append(&[crate::NewEvent::new("r1", crate::EventData::GateWaiting(waiting))]).unwrap();
         let stamps: Vec<String> = journal.events_for_run("r1").unwrap().into_iter().map(|e| e.ts).collect();
         assert_eq!(stamps.len(), 2);

@@ -313,7 +313,7 @@ impl ReusedStep {
 }
 
 /// A manual gate waits for `runbook approve`.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct GateWaiting {
     pub prompt: String,

@@ -513,14 +513,7 @@ mod tests {
     }
 
     fn event(run_id: &str) -> NewEvent {
-        let data = crate::event::GateWaiting {
-            prompt: "k".into(),
-            persona: None,
-            plan: None,
-            confirm: None,
-            approvals: None,
-            not_by: None,
-        };
+        let data = crate::event::GateWaiting { prompt: "k".into(), ..Default::default() };
         NewEvent::new(run_id, EventData::GateWaiting(data))
     }
 

@@ -105,14 +105,7 @@ async fn append_blocking_works_on_a_runtime_thread() {
     let t = TestJournal::new();
     t.journal.create_run(&new_run("r1", "phase1")).unwrap();
     let writer = t.journal.writer().unwrap();
-    let waiting = EventData::GateWaiting(GateWaiting {
-        prompt: "hi".into(),
-        persona: None,
-        plan: None,
-        confirm: None,
-        approvals: None,
-        not_by: None,
-    });
+    let waiting = EventData::GateWaiting(GateWaiting { prompt: "hi".into(), ..Default::default() });
     let seqs = writer.append_blocking(vec![NewEvent::new("r1", waiting)]).unwrap();
     assert_eq!(seqs, vec![2]);
 }

@@ -41,6 +41,20 @@ pub fn locate(name: &str) -> Result<(Origin, String), Problem> {
         .with_hint("`runbook list` shows the bundled runbooks; a path must end in .toml"))
 }
 
+/// The runbook named `name` (as `requires` and hand-offs name them): the bundled one, else
+/// `NAME.toml` in `dir`. None for a name that is not a plain runbook name (no path is taken
+/// from it) or a runbook found nowhere.
+pub fn locate_named(name: &str, dir: &Path) -> Option<(Origin, String)> {
+    let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !plain {
+        return None;
+    }
+    locate(name).ok().or_else(|| {
+        let path = dir.join(format!("{name}.toml"));
+        read_text(&path, "runbook").ok().map(|text| (Origin::File(path), text))
+    })
+}
+
 /// Templates beside the runbook file first, then the bundled ones.
 pub struct Templates {
     pub dir: Option<PathBuf>,

@@ -279,17 +279,7 @@ mod tests {
     }
 
     fn event(run_id: &str) -> NewEvent {
-        NewEvent::new(
-            run_id,
-            EventData::GateWaiting(GateWaiting {
-                prompt: "k".into(),
-                persona: None,
-                plan: None,
-                confirm: None,
-                approvals: None,
-                not_by: None,
-            }),
-        )
+        NewEvent::new(run_id, EventData::GateWaiting(GateWaiting { prompt: "k".into(), ..Default::default() }))
     }
 
     /// A server of the test's own, its database `postgres` as a journal's URL, and the connection

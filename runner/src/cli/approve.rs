@@ -23,8 +23,7 @@ fn latest_waiting(
     run_id: &str,
     gate: &str,
 ) -> CliResult<(GateWaiting, Vec<String>)> {
-    let mut latest =
-        GateWaiting { prompt: String::new(), persona: None, plan: None, confirm: None, approvals: None, not_by: None };
+    let mut latest = GateWaiting::default();
     let mut approvers: Vec<String> = Vec::new();
     for event in journal.events_for_run(run_id)? {
         match (event.data, event.step.as_deref()) {

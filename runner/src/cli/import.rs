@@ -10,11 +10,14 @@ use crate::handoff::import::{Imported, import_file, made_on};
 /// The runbook a hand-off names: `--runbook FILE`, else the bundled one, else `NAME.toml` in the
 /// current directory; whichever it is must be named as the hand-off says.
 fn runbook_named(env: &Env, args: &ImportArgs, name: &str) -> CliResult<crate::model::Runbook> {
-    let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     let runbook = match &args.runbook {
         Some(path) => env.load_runbook(&path.display().to_string())?,
-        None if plain => env.load_runbook(name).or_else(|_| env.load_runbook(&format!("./{name}.toml")))?,
-        None => return Err(CliError::user(format!("`{}` is not a runbook name", name.escape_debug()))),
+        None => {
+            let (origin, text) = crate::bundled::locate_named(name, std::path::Path::new(".")).ok_or_else(|| {
+                CliError::user(format!("no runbook `{}`, bundled or as NAME.toml here", name.escape_debug()))
+            })?;
+            crate::model::load::load(origin, text, &env.registry).map_err(CliError::Problems)?
+        }
     };
     if runbook.name() != name {
         return Err(CliError::user(format!(

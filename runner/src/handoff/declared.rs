@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::handoff::format::{Content, Handoff};
+use crate::handoff::format::Handoff;
 use crate::model::Runbook;
 
 /// One value a checkpoint publishes.
@@ -137,11 +137,6 @@ fn bad_file_name(name: &str, journal_names: &[String]) -> Option<&'static str> {
         return Some("the importer's journal has that name");
     }
     None
-}
-
-/// The contents a hand-off value has, for the secrecy check: secret when encrypted.
-pub fn arrived_secret(content: &Content) -> bool {
-    matches!(content, Content::Encrypted(_) | Content::Omitted)
 }
 
 #[cfg(test)]

@@ -149,14 +149,11 @@ fn required_secrets(
 ) -> crate::model::secrets::RequiredSecrets {
     let mut out = crate::model::secrets::RequiredSecrets::new();
     for (alias, requirement) in &file.requires {
-        let name = &requirement.runbook;
-        let beside = || {
-            let plain = name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-            let path = dir.as_ref().filter(|_| plain)?.join(format!("{name}.toml"));
-            let text = crate::model::read::read_text(&path, "runbook").ok()?;
-            Some((Origin::File(path), text))
+        let found = match &dir {
+            Some(dir) => crate::bundled::locate_named(&requirement.runbook, dir),
+            None => crate::bundled::locate(&requirement.runbook).ok(),
         };
-        let Some((origin, text)) = crate::bundled::locate(name).ok().or_else(beside) else { continue };
+        let Some((origin, text)) = found else { continue };
         let Ok(earlier) = load_at(origin, text, registry, false) else { continue };
         let secret = crate::model::secrets::checkpoint_secrets(&earlier.file, &earlier.steps)
             .into_values()

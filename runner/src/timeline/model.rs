@@ -363,14 +363,7 @@ mod tests {
                 &t("05"),
                 Some("g"),
                 None,
-                EventData::GateWaiting(GateWaiting {
-                    prompt: "ok?".into(),
-                    persona: None,
-                    plan: None,
-                    confirm: None,
-                    approvals: None,
-                    not_by: None,
-                }),
+                EventData::GateWaiting(GateWaiting { prompt: "ok?".into(), ..Default::default() }),
             ),
             event(
                 9,
