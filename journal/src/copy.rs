@@ -27,7 +27,11 @@ impl Journal {
     /// a `postgres://` URL, which must not hold a journal yet), then verifies the copy.
     pub fn copy_to(&self, to: &Path) -> Result<CopyReport, Error> {
         self.ensure_intact()?;
-        let master = keys::read_key(&self.key_path())?;
+        let master = if self.is_on_server() {
+            keys::read_key(&self.key_path())?
+        } else {
+            crate::key_wrap::read(&self.key_path())?
+        };
         let mut events = Vec::new();
         self.read_verified(|row| {
             events.push(CopiedEvent {

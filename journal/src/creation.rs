@@ -90,7 +90,8 @@ pub(crate) fn create_with_key(journal: &Path, master: [u8; keys::KEY_LEN]) -> Re
 
 /// Creates the journal, its key last. Every file operation is a crash point for the tests.
 fn create_under(journal: &Path, mut lock: CreationLock, master: [u8; keys::KEY_LEN]) -> Result<(), Error> {
-    lock.write_key(&master)?;
+    // Wrapped under this user's key (`key_wrap.rs`): the journal's directory alone opens nothing.
+    lock.write_key(&crate::key_wrap::wrap(&master)?)?;
     let keys = Keys::from_master(&master);
 
     let mut conn = connection::open(journal, Create::IfMissing)?;

@@ -61,17 +61,24 @@ impl Keys {
         Keys { chain, digest, anchor, seal: ChaCha20Poly1305::new((&seal_key).into()) }
     }
 
-    /// Reads the key next to `journal`. A new journal's key is made by `creation.rs`, never
-    /// here: a journal that reaches this without its key has lost it.
+    /// Reads the wrapped key next to the file journal `journal` (`key_wrap.rs`). A new journal's
+    /// key is made by `creation.rs`, never here: a journal that reaches this without its key has
+    /// lost it.
     pub(crate) fn load(journal: &Path) -> Result<Keys, Error> {
         let path = key_path(journal);
+        match crate::key_wrap::read(&path) {
+            Ok(master) => Ok(Keys::from_master(&master)),
+            Err(e) => Err(missing(&path, e)),
+        }
+    }
+
+    /// Reads the bare key a server journal keeps in this client's state directory (`files`),
+    /// handed between colleagues as it is.
+    pub(crate) fn load_bare(files: &Path) -> Result<Keys, Error> {
+        let path = key_path(files);
         match read_key(&path) {
             Ok(master) => Ok(Keys::from_master(&master)),
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Err(Error::Key(format!(
-                "key file `{}` is missing; without it the journal cannot be verified or its sealed values read",
-                path.display()
-            ))),
-            Err(e) => Err(e),
+            Err(e) => Err(missing(&path, e)),
         }
     }
 
@@ -167,6 +174,17 @@ fn mac(keyed: &HmacSha256, bytes: &[u8]) -> [u8; 32] {
     let mut mac = keyed.clone();
     mac.update(bytes);
     mac.finalize().into_bytes().into()
+}
+
+/// A missing key file said as such: the journal cannot be verified or its sealed values read.
+fn missing(path: &Path, error: Error) -> Error {
+    match error {
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => Error::Key(format!(
+            "key file `{}` is missing; without it the journal cannot be verified or its sealed values read",
+            path.display()
+        )),
+        other => other,
+    }
 }
 
 pub(crate) fn read_key(path: &Path) -> Result<[u8; KEY_LEN], Error> {

@@ -203,6 +203,12 @@ fn a_journal_from_before_head_records_gets_its_head_on_first_open() {
     std::fs::copy(fixtures.join("schema2.journal.key"), dir.path().join("journal.db.key")).unwrap();
     assert!(!head_of(&path).exists());
 
+    // An earlier build kept its key bare beside the journal: refused until its owner wraps it.
+    let bare = Journal::open(&path).unwrap_err().to_string();
+    assert!(bare.contains("holds a bare key"), "{bare}");
+    assert!(!head_of(&path).exists(), "nothing was written for a refused journal");
+    let protected = runbook_journal::protect_key(&path).unwrap();
+    assert!(!protected.already);
     let journal = Journal::open(&path).unwrap();
     let head: serde_json::Value = serde_json::from_slice(&std::fs::read(head_of(&path)).unwrap()).unwrap();
     assert_eq!(head["seq"], 6, "the head names the last event of the old journal");

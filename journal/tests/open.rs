@@ -124,8 +124,8 @@ fn key_file_is_private_and_stable() {
     assert_eq!(key_path, t.dir.path().join("journal.db.key"));
     let meta = std::fs::metadata(&key_path).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
-    assert_eq!(meta.len(), 32);
     let key = std::fs::read(&key_path).unwrap();
+    assert!(key.starts_with(b"runbook-journal-key:v1:"), "the key beside the journal is wrapped");
     let digest = t.journal.digest(b"value");
 
     let again = Journal::open(&t.path()).unwrap();
@@ -164,12 +164,19 @@ fn a_replaced_key_file_is_refused() {
     t.journal.create_run(&new_run("r1", "phase1")).unwrap();
     let key_path = t.journal.key_path();
     let original = std::fs::read(&key_path).unwrap();
-    std::fs::write(&key_path, [9u8; 32]).unwrap();
+    // Another journal's key, wrapped under the same user's wrapping key.
+    let other = TestJournal::new();
+    let replacement = std::fs::read(other.journal.key_path()).unwrap();
+    std::fs::write(&key_path, &replacement).unwrap();
     for err in [Journal::open(&t.path()).unwrap_err(), Journal::open_existing(&t.path()).unwrap_err()] {
         assert!(matches!(err, Error::KeyMismatch { .. }), "{err:?}");
         assert!(err.to_string().contains("journal.db.key"), "{err}");
     }
-    assert_eq!(std::fs::read(&key_path).unwrap(), [9u8; 32], "the key file was changed");
+    assert_eq!(std::fs::read(&key_path).unwrap(), replacement, "the key file was changed");
+    // A bare key, as an earlier build kept it or someone who could write the directory put it.
+    std::fs::write(&key_path, [9u8; 32]).unwrap();
+    let err = Journal::open(&t.path()).unwrap_err();
+    assert!(err.to_string().contains("holds a bare key"), "{err}");
     std::fs::write(&key_path, original).unwrap();
     assert!(Journal::open(&t.path()).unwrap().verify().unwrap().is_intact());
 }

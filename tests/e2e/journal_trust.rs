@@ -132,10 +132,15 @@ fn an_altered_output_is_never_used() {
 fn a_replaced_key_file_is_refused_not_read_as_changed_inputs() {
     let env = TestEnv::new();
     let runbook = failed_run(&env);
+    // Another journal's key, wrapped under the same user's wrapping key.
+    let other = env.path().join("other.db");
+    let made = env.command_on(&other, &["run", &runbook]).output().unwrap();
+    assert_eq!(made.status.code(), Some(0));
     let key = env.path().join("journal.db.key");
-    std::fs::write(&key, [7u8; 32]).unwrap();
+    let replacement = std::fs::read(env.path().join("other.db.key")).unwrap();
+    std::fs::write(&key, &replacement).unwrap();
     every_reader_refuses(&env, &runbook, "does not belong to journal");
-    assert_eq!(std::fs::read(&key).unwrap(), [7u8; 32], "the key file was changed");
+    assert_eq!(std::fs::read(&key).unwrap(), replacement, "the key file was changed");
 }
 
 #[test]

@@ -22,6 +22,7 @@ mod init;
 mod interrupt;
 mod invalid_inputs;
 mod journal_creation;
+mod journal_key;
 mod journal_trust;
 mod kube_resume;
 mod kubectl;

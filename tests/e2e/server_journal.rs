@@ -315,9 +315,10 @@ fn a_file_journal_copied_to_a_server_and_back_keeps_its_chain() {
     let team = Team::start(&env);
     let runbook = two_steps(&env);
     let runbook = runbook.to_str().unwrap();
-    let ran = env.run(&["run", runbook]);
-    assert_eq!(ran.code, 0, "{}", ran.all());
+    // Alice's file journal: its key is wrapped under her wrapping key, in her state directory.
     let alice = env.path().join("state-alice");
+    let ran = Run::from(env.command(&["run", runbook]).env("RUNBOOK_STATE_DIR", &alice).output().unwrap());
+    assert_eq!(ran.code, 0, "{}", ran.all());
     let file = env.journal();
     let url = team.url();
 
@@ -346,7 +347,7 @@ fn a_file_journal_copied_to_a_server_and_back_keeps_its_chain() {
     assert_eq!(copied.code, 0, "{}", copied.all());
     assert_eq!(copied.last_json()["runs"], 2);
     let mut audit = env.command_on(&back, &["audit", "--verify"]);
-    let audit = Run::from(audit.output().unwrap());
+    let audit = Run::from(audit.env("RUNBOOK_STATE_DIR", &alice).output().unwrap());
     assert_eq!(audit.code, 0, "{}", audit.all());
     use std::os::unix::fs::PermissionsExt;
     let key = env.path().join("back/journal.db.key");

@@ -74,7 +74,7 @@ pub(crate) fn open(url: &Path, create: bool, clock: Clock) -> Result<Opened, Err
         Some(found) if found > schema::VERSION => {
             return Err(Error::SchemaTooNew { path: PathBuf::from(&shown), found, supported: schema::VERSION });
         }
-        Some(_) => Arc::new(Keys::load(&files).map_err(|e| missing_key_hint(e, &files))?),
+        Some(_) => Arc::new(Keys::load_bare(&files).map_err(|e| missing_key_hint(e, &files))?),
     };
     // The witness first, then the server's snapshot: see `head.rs` on ordering.
     let found = head::read(&files, &keys)?;
@@ -164,14 +164,14 @@ fn tampered(url: &str, problems: Vec<String>) -> Error {
 fn new_or_existing_key(files: &Path) -> Result<Keys, Error> {
     let path = keys::key_path(files);
     if path.exists() {
-        return Keys::load(files);
+        return Keys::load_bare(files);
     }
     crate::crash_point::reached();
     // Already there: another process of this client made it a moment ago (the same journal, one
     // key), and the ordinary checks compare it with the journal's.
     keep_key(files, &rand::random())?;
     crate::crash_point::reached();
-    Keys::load(files)
+    Keys::load_bare(files)
 }
 
 /// Writes `master` as this client's key for the journal at `files` (0600, in a 0700 directory),

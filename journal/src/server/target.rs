@@ -65,7 +65,7 @@ impl ServerTarget {
             // the password in clear text or as MD5 is refused before the password is sent.
             config.channel_binding(postgres::config::ChannelBinding::Require);
         }
-        let files = state_dir()?.join("journals").join(identity(&config));
+        let files = crate::state_dir::state_dir()?.join("journals").join(identity(&config));
         Ok(ServerTarget { config, shown, files })
     }
 }
@@ -172,20 +172,4 @@ fn identity(config: &postgres::Config) -> String {
         config.get_user().unwrap_or_default()
     );
     hex::encode(&Sha256::digest(canonical.as_bytes())[..12])
-}
-
-/// `RUNBOOK_STATE_DIR`, else `$XDG_STATE_HOME/runbook`, else `~/.local/state/runbook`.
-fn state_dir() -> Result<PathBuf, Error> {
-    if let Some(dir) = std::env::var_os("RUNBOOK_STATE_DIR") {
-        return Ok(PathBuf::from(dir));
-    }
-    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir).join("runbook"));
-    }
-    match std::env::var_os("HOME") {
-        Some(home) => Ok(PathBuf::from(home).join(".local/state/runbook")),
-        None => {
-            Err(Error::Key("no directory for this client's journal files: set RUNBOOK_STATE_DIR (or HOME)".to_string()))
-        }
-    }
 }

@@ -1,4 +1,5 @@
-//! `runbook journal copy FROM TO`: moving a journal between a file and a PostgreSQL server.
+//! `runbook journal copy FROM TO`: moving a journal between a file and a PostgreSQL server; and
+//! `runbook journal protect-key JOURNAL`: wrapping an earlier build's bare key.
 
 use std::path::Path;
 
@@ -54,6 +55,26 @@ pub fn copy(env: &Env, from: &Path, to: &Path) -> CliResult {
             "head": { "seq": report.head.seq, "hash": report.head.hash },
             "key": copy.key_path(),
         }),
+    );
+    Ok(Exit::Ok)
+}
+
+pub fn protect_key(env: &Env, journal: &Path) -> CliResult {
+    if !runbook_journal::is_server_url(journal) && !journal.exists() {
+        return Err(CliError::user_hint(
+            format!("no journal at `{}`", journal.display()),
+            "give the file journal whose key to wrap, e.g. .runbook/journal.db",
+        ));
+    }
+    let report = runbook_journal::protect_key(journal)?;
+    let what = if report.already { "was wrapped already" } else { "is now wrapped under this user's wrapping key" };
+    env.print(
+        &format!(
+            "the key `{}` {what}; the journal verifies ({} events)\n",
+            report.key.display(),
+            report.events_checked
+        ),
+        json!({ "key": report.key, "already": report.already, "events_checked": report.events_checked }),
     );
     Ok(Exit::Ok)
 }

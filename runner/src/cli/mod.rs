@@ -521,6 +521,13 @@ pub enum JournalWhat {
         /// without a journal
         to: PathBuf,
     },
+    /// Wrap the bare key an earlier build left beside a file journal under this user's wrapping
+    /// key (in the state directory), once the journal verifies under it: a copy of the journal's
+    /// directory then cannot be rewritten so that it still verifies
+    ProtectKey {
+        /// The file journal, e.g. .runbook/journal.db
+        journal: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -597,6 +604,7 @@ pub async fn dispatch(cli: Cli) -> CliResult {
         Command::Doctor { name, vars } => doctor::doctor(&env, &name, &vars).await,
         Command::Diagnose => diagnose::diagnose(&env, &cli.global.journal).await,
         Command::Journal { what: JournalWhat::Copy { from, to } } => journal_copy::copy(&env, &from, &to),
+        Command::Journal { what: JournalWhat::ProtectKey { journal } } => journal_copy::protect_key(&env, &journal),
         Command::Teardown { run, cluster, out, write_only } => {
             teardown::teardown(&env, teardown::TeardownArgs { run, cluster, out, write_only }).await
         }
