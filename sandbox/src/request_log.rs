@@ -38,6 +38,8 @@ pub struct LoggedRequest {
     /// The `Host` the client named (`:authority` in HTTP/2), when the service is told by it:
     /// Azure's public host names ([`crate::public_names`]).
     pub host: Option<String>,
+    /// The address the connection came from: a proxy's, for a client behind one.
+    pub peer: Option<std::net::IpAddr>,
     /// HTTP status; 0 when the connection was reset by fault injection.
     pub status: u16,
     /// The Azure error code (Kubernetes: the Status reason) of the response, if it was an error.
@@ -66,6 +68,7 @@ impl LoggedRequest {
             "path": self.path,
             "query": self.query,
             "host": self.host,
+            "peer": self.peer.map(|ip| ip.to_string()),
             "status": self.status,
             "error_code": self.error_code,
             "client_id": self.client_id,

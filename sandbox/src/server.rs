@@ -50,7 +50,7 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) {
-    accept_tls(listener, acceptor, shutdown, move |tls| {
+    accept_tls(listener, acceptor, shutdown, move |tls, peer| {
         let shared = shared.clone();
         async move {
             // Fault injection closes a connection mid-request through this.
@@ -59,7 +59,7 @@ pub(crate) async fn serve(
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let shared = shared.clone();
                 let kill = kill_for_service.clone();
-                async move { Ok::<_, Infallible>(answer(shared, listening, req, kill).await) }
+                async move { Ok::<_, Infallible>(answer(shared, listening, req, kill, peer).await) }
             });
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             let conn = builder.serve_connection(TokioIo::new(tls), svc);
@@ -77,6 +77,7 @@ async fn answer(
     listening: Listening,
     req: Request<Incoming>,
     kill: Arc<Notify>,
+    peer: std::net::SocketAddr,
 ) -> Response<Full<Bytes>> {
     let started = shared.now();
     let timestamp = shared.timestamp();
@@ -101,6 +102,7 @@ async fn answer(
     };
     let mut req = Req::new(parts.method.clone(), &path, &raw_query, parts.headers, body);
     req.host_account = host_account;
+    req.peer = Some(peer.ip());
     let request_id = uuid::Uuid::new_v4().to_string();
     let correlation_id = req
         .header("x-ms-correlation-request-id")
@@ -165,6 +167,7 @@ async fn answer(
         path: path.clone(),
         query: redact_query(&raw_query),
         host: logged_host,
+        peer: Some(peer.ip()),
         status,
         error_code: reply.error_code.clone(),
         client_id,

@@ -17,6 +17,8 @@ pub(crate) struct Req {
     /// The storage account the `Host` names (`<account>.blob.core.windows.net`), when the sandbox
     /// answers as Azure's public host names; path-style Blob requests name it in the path.
     pub host_account: Option<String>,
+    /// The address the connection came from (a proxy's, for a client behind one).
+    pub peer: Option<std::net::IpAddr>,
 }
 
 impl Req {
@@ -28,7 +30,7 @@ impl Req {
             .collect();
         let query =
             form_urlencoded::parse(raw_query.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
-        Req { method, path: path.to_string(), segments, query, headers, body, host_account: None }
+        Req { method, path: path.to_string(), segments, query, headers, body, host_account: None, peer: None }
     }
 
     /// A query parameter by case-insensitive name.

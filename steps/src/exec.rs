@@ -42,7 +42,20 @@ impl Exec {
         command.args(&argv[1..]);
         if inputs.clear_env {
             command.env_clear();
-            for keep in ["PATH", "HOME"] {
+            // A cleared environment still reaches the network the way the operator's does.
+            const KEPT: [&str; 10] = [
+                "PATH",
+                "HOME",
+                "HTTPS_PROXY",
+                "https_proxy",
+                "HTTP_PROXY",
+                "http_proxy",
+                "ALL_PROXY",
+                "all_proxy",
+                "NO_PROXY",
+                "no_proxy",
+            ];
+            for keep in KEPT {
                 if let Some(value) = std::env::var_os(keep) {
                     command.env(keep, value);
                 }
@@ -134,7 +147,8 @@ pub struct ExecInputs {
     /// Extra environment variables (the way to hand a program a secret without exposing it in argv).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// Start from an empty environment (PATH and HOME are kept) instead of inheriting the runner's.
+    /// Start from an empty environment (PATH, HOME and the proxy variables are kept) instead of
+    /// inheriting the runner's.
     #[serde(default)]
     pub clear_env: bool,
     /// The runner's own secrets this program needs from its environment (e.g.

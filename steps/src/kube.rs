@@ -7,6 +7,7 @@ mod apply;
 mod checks;
 mod client;
 mod compare;
+mod config;
 mod errors;
 mod inputs;
 mod nodepools;
@@ -25,6 +26,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
+pub use client::process_config as kube_process_config;
 pub use inputs::KubeInputs;
 pub use reader::KubeReader;
 

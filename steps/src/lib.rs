@@ -23,6 +23,7 @@ mod kube;
 mod net;
 mod oidc;
 mod output_spec;
+pub mod proxy;
 pub mod redact;
 mod template;
 
@@ -52,7 +53,7 @@ pub use kind::{
     CheckContext, InputProblem, KindNeed, KindRole, MadeObjects, OutputDecl, Registry, StepKind, StepOutcome,
     known_text,
 };
-pub use kube::{Kube, KubeInputs, KubeReader};
+pub use kube::{Kube, KubeInputs, KubeReader, kube_process_config};
 pub use net::{error_chain, trusting};
 pub use oidc::Oidc;
 pub use output_spec::{OutputSource, OutputSpec, json_pointer_problem};

@@ -31,6 +31,7 @@ mod output_snapshots;
 mod phase1;
 mod phase2;
 mod phase3;
+mod proxy;
 mod public_names;
 mod rehearsal_checks;
 mod rehearsal_safety;

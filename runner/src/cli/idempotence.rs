@@ -182,6 +182,7 @@ mod tests {
             path: path.into(),
             query: String::new(),
             host: None,
+            peer: None,
             status: 200,
             error_code: None,
             client_id: principal.map(String::from),

@@ -123,14 +123,14 @@ pub(crate) async fn serve(
     shutdown: signal::Receiver<bool>,
 ) {
     let watch_shutdown = shutdown.clone();
-    accept_tls(listener, acceptor, shutdown, move |tls| {
+    accept_tls(listener, acceptor, shutdown, move |tls, peer| {
         let shared = shared.clone();
         let watch_shutdown = watch_shutdown.clone();
         async move {
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let shared = shared.clone();
                 let stop = watch_shutdown.clone();
-                async move { answer(shared, req, stop).await }
+                async move { answer(shared, req, stop, peer).await }
             });
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             // An error ends this connection only; the listener goes on.
@@ -156,6 +156,7 @@ async fn answer(
     shared: Arc<KubeShared>,
     req: Request<Incoming>,
     stop: signal::Receiver<bool>,
+    peer: std::net::SocketAddr,
 ) -> Result<Response<KubeBody>, Reset> {
     let started = shared.config.clock.now();
     let timestamp = shared.config.clock.timestamp();
@@ -163,7 +164,8 @@ async fn answer(
     let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
     let path = parts.uri.path().to_string();
     let raw_query = parts.uri.query().unwrap_or_default().to_string();
-    let req = Req::new(parts.method.clone(), &path, &raw_query, parts.headers, body);
+    let mut req = Req::new(parts.method.clone(), &path, &raw_query, parts.headers, body);
+    req.peer = Some(peer.ip());
     let audit_id = uuid::Uuid::new_v4().to_string();
 
     let identity = crate::auth::bearer(req.header("authorization")).and_then(|t| shared.identity(t)).cloned();
@@ -249,6 +251,7 @@ fn log(
         path: req.path.clone(),
         query: raw_query.to_string(),
         host: None,
+        peer: req.peer,
         status,
         error_code: reason,
         client_id: (!identity.username.is_empty()).then(|| identity.username.clone()),

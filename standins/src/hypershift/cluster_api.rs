@@ -2,10 +2,9 @@
 //! `--kubeconfig`), server-side apply with the command's field manager and `force`, a plain
 //! POST where the real one creates. The API server must be the sandbox's (loopback).
 
+use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::{Scope, pinned_kind};
-use kube::{Client, Config};
 use serde_json::Value;
 
 use super::client_go_retry::{Verb, retrying};
@@ -40,13 +39,10 @@ fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
 impl ManagementCluster {
     /// `kubeconfig`: the command's `--kubeconfig`, else KUBECONFIG, else ~/.kube/config.
     pub async fn connect(kubeconfig: Option<&str>) -> Result<Self, String> {
-        let mut config = match kubeconfig.filter(|k| !k.is_empty()) {
-            Some(path) => {
-                let file = Kubeconfig::read_from(path).map_err(|e| format!("failed to load kubeconfig {path}: {e}"))?;
-                Config::from_custom_kubeconfig(file, &KubeConfigOptions::default()).await.map_err(|e| e.to_string())?
-            }
-            None => Config::infer().await.map_err(|e| format!("failed to get kubernetes config: {e}"))?,
-        };
+        // As the real CLI (client-go): the kubeconfig's cluster through the proxy the environment
+        // names, unless NO_PROXY names the cluster.
+        let mut config = runbook_steps::kube_process_config(kubeconfig.filter(|k| !k.is_empty()))
+            .map_err(|e| format!("failed to get kubernetes config: {e}"))?;
         fence::require_loopback("hypershift", "the kubeconfig's API server", &config.cluster_url.to_string())?;
         // Retries follow client-go's rules (`client_go_retry`), not kube-rs's own policy.
         config.default_retry = false;

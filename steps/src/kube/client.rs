@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use kube::Client;
+use kube::config::Kubeconfig;
 
 use super::inputs::ClusterInputs;
 use crate::StepError;
@@ -69,6 +69,19 @@ fn read_kubeconfig(paths: &[PathBuf]) -> Result<Kubeconfig, StepError> {
     merged.ok_or_else(|| kubeconfig_error("no kubeconfig: neither `kubeconfig` nor KUBECONFIG is set".into()))
 }
 
+/// The client configuration a program run by a step would use (the hypershift stand-in): the
+/// kubeconfig `kubeconfig`, else KUBECONFIG, else ~/.kube/config, its current context, and the
+/// proxy the process's environment says.
+pub fn process_config(kubeconfig: Option<&str>) -> Result<kube::Config, String> {
+    let cluster = ClusterInputs { kubeconfig: kubeconfig.map(str::to_string), context: None };
+    let env = SettingsSource::Process;
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let paths = kubeconfig_paths(&cluster, &env, &cwd);
+    let source = paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":");
+    let kubeconfig = read_kubeconfig(&paths).map_err(|e| e.message)?;
+    super::config::from_kubeconfig(kubeconfig, None, &env).map_err(|e| format!("kubeconfig `{source}`: {e}"))
+}
+
 pub async fn connect(cluster: &ClusterInputs, env: &SettingsSource, work_dir: &Path) -> Result<KubeClient, StepError> {
     let paths = kubeconfig_paths(cluster, env, work_dir);
     let kubeconfig = read_kubeconfig(&paths)?;
@@ -79,9 +92,7 @@ pub async fn connect(cluster: &ClusterInputs, env: &SettingsSource, work_dir: &P
         .iter()
         .find(|named| Some(&named.name) == context.as_ref())
         .and_then(|named| named.context.as_ref()?.user.clone());
-    let options = KubeConfigOptions { context: cluster.context.clone(), ..KubeConfigOptions::default() };
-    let mut config = Config::from_custom_kubeconfig(kubeconfig, &options)
-        .await
+    let mut config = super::config::from_kubeconfig(kubeconfig, cluster.context.as_deref(), env)
         .map_err(|e| kubeconfig_error(format!("kubeconfig `{source}`: {e}")))?;
     // Retries belong to the runner: it journals each attempt and honours Retry-After.
     config.default_retry = false;
