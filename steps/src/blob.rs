@@ -296,7 +296,7 @@ async fn upload(
     let blob_name = inputs.blob_name.as_deref().unwrap_or_default();
     let blob_url = container.blob_url(blob_name)?;
     let bytes = match (&inputs.file, &inputs.content) {
-        (Some(file), _) => content::read_file(&ctx.resolve_path(file))?,
+        (Some(file), _) => content::read_file(&ctx.resolve_path(file)?)?,
         (None, Some(text)) => text.clone().into_bytes(),
         (None, None) => Vec::new(),
     };

@@ -63,7 +63,7 @@ impl StepKind for Checkpoint {
         let mut outputs = inputs.values.clone();
         let mut file_digests = serde_json::Map::new();
         for (name, path) in &inputs.files {
-            let full = ctx.resolve_path(path);
+            let full = ctx.resolve_path(path)?;
             let bytes = std::fs::read(&full).map_err(|e| {
                 StepError::permanent(format!("hand-off file `{name}` at `{}`: {e}", full.display()))
                     .with_code("HandoffFileMissing")

@@ -38,6 +38,10 @@ pub struct StepContext {
     /// another cluster's) can produce it. A step finds an existing object of its name and takes
     /// it only when it carries this tag or the operator adopted it by name. None outside a run.
     pub owner: Option<String>,
+    /// Values this step's inputs take from a hand-off (another person's word, by `alias.output`)
+    /// that could lead a path out of the run's working directory (`/…`, `~…`, `..`): a path the
+    /// step reads that holds one and leaves the directory is refused ([`StepContext::resolve_path`]).
+    pub handed: Arc<Vec<(String, String)>>,
 }
 
 /// No templates at all: for steps run outside a runbook (the stand-ins' inner steps, tests).
@@ -66,6 +70,7 @@ impl StepContext {
             approvals: Vec::new(),
             clock: Clock::process(),
             owner: None,
+            handed: Arc::default(),
         }
     }
 
@@ -98,9 +103,25 @@ impl StepContext {
         self
     }
 
-    pub fn resolve_path(&self, path: &str) -> PathBuf {
-        let path = Path::new(path);
-        if path.is_absolute() { path.to_path_buf() } else { self.work_dir.join(path) }
+    /// Where a path a step reads is: relative to the run's working directory, or absolute as the
+    /// runbook wrote it. A path that leaves the working directory because of a value a hand-off
+    /// brought is refused: a signer vouches for values, and a value is not a licence to read any
+    /// file of the importer's (a file travels in the hand-off as a file).
+    pub fn resolve_path(&self, path: &str) -> Result<PathBuf, crate::StepError> {
+        let parsed = Path::new(path);
+        let leaves = parsed.is_absolute()
+            || path.starts_with('~')
+            || parsed.components().any(|c| matches!(c, std::path::Component::ParentDir));
+        if leaves && let Some((name, _)) = self.handed.iter().find(|(_, value)| path.contains(value.as_str())) {
+            return Err(crate::StepError::invalid_inputs(format!(
+                "the path `{path}` leaves the run's working directory through `{name}`, a value a hand-off brought"
+            ))
+            .with_code("HandedPathOutside")
+            .with_hint(format!(
+                "a hand-off carries files as files: the runbook that publishes `{name}` should publish the file (`files`), or the operator gives the path as a variable"
+            )));
+        }
+        Ok(if parsed.is_absolute() { parsed.to_path_buf() } else { self.work_dir.join(parsed) })
     }
 
     /// Where a step writes a file: relative to the run's working directory and inside it (see

@@ -75,7 +75,7 @@ impl Exec {
         command.envs(&self.base_env);
         command.envs(&inputs.env);
         command.current_dir(match &inputs.cwd {
-            Some(dir) => ctx.resolve_path(dir),
+            Some(dir) => ctx.resolve_path(dir)?,
             None => ctx.work_dir.clone(),
         });
         command

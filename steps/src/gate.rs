@@ -298,7 +298,7 @@ fn describe(index: usize, assertion: &Assertion, why: &str) -> String {
 fn check(ctx: &StepContext, a: &Assertion) -> Result<(), String> {
     let v = &a.value;
     if let Some(file) = &a.equals_file {
-        let path = ctx.resolve_path(&file.path);
+        let path = ctx.resolve_path(&file.path).map_err(|e| e.message)?;
         let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
         let doc: Value = serde_json::from_str(&text).map_err(|e| format!("`{}` is not JSON: {e}", path.display()))?;
         let expected = doc

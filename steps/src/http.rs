@@ -91,7 +91,7 @@ impl StepKind for Http {
         refuse_bad_inputs(check_http_inputs(raw))?;
         let inputs: HttpInputs = parse_inputs(raw)?;
         // An empty path means "no extra CA": runbooks pass a variable that is empty for real Azure.
-        let input_ca = inputs.ca_file.as_ref().filter(|f| !f.is_empty()).map(|f| ctx.resolve_path(f));
+        let input_ca = inputs.ca_file.as_ref().filter(|f| !f.is_empty()).map(|f| ctx.resolve_path(f)).transpose()?;
         let env_ca = self.env.var(CA_FILE_VAR).map(PathBuf::from);
         let mut ca_files: Vec<(&Path, &str)> = Vec::new();
         ca_files.extend(input_ca.as_deref().map(|p| (p, "the step's ca_file")));

@@ -143,6 +143,9 @@ impl StepKind for Kube {
                 inputs.action()
             )));
         }
+        if let Some(kubeconfig) = inputs.cluster().kubeconfig.as_deref() {
+            ctx.resolve_path(kubeconfig)?;
+        }
         let kube = client::connect(inputs.cluster(), &self.env, &ctx.work_dir).await?;
         let mut session = Session::new(&kube, ctx);
         let result = perform(&mut session, &inputs).await;

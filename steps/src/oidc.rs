@@ -99,13 +99,13 @@ impl StepKind for Oidc {
     async fn run(&self, ctx: &StepContext, inputs: &Value) -> Result<StepOutcome, StepError> {
         let inputs: OidcInputs = parse_inputs(inputs)?;
         check_issuer_url(&inputs.issuer_url, inputs.allow_http)?;
-        let public_key = read_public_key(&ctx.resolve_path(&inputs.public_key_path))?;
+        let public_key = read_public_key(&ctx.resolve_path(&inputs.public_key_path)?)?;
         let kid = key_id(&public_key)?;
         let discovery = discovery_document(&inputs.issuer_url);
         let jwks = jwks_document(&public_key, &kid);
 
-        let discovery_path = ctx.resolve_path(&inputs.discovery_path);
-        let jwks_path = ctx.resolve_path(&inputs.jwks_path);
+        let discovery_path = ctx.resolve_path(&inputs.discovery_path)?;
+        let jwks_path = ctx.resolve_path(&inputs.jwks_path)?;
         let discovery_written = write_if_changed(&discovery_path, discovery.as_bytes())?;
         let jwks_written = write_if_changed(&jwks_path, jwks.as_bytes())?;
 

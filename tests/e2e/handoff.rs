@@ -721,3 +721,62 @@ inputs.argv = ["{stepper}", "print", "${src.issuer}"]
     assert!(plan.stderr.contains("step `leak` puts a secret (`src.token`) in its argv"), "{}", plan.all());
     assert!(!plan.stderr.contains("step `fine`"), "{}", plan.stderr);
 }
+
+/// A plain value a trusted signer sent, declared by the runbook, is still only a value: a later
+/// step that would read it as a path out of the run's directory (here, vouching for a file to
+/// send on) is refused, naming the value; a path the runbook itself writes is not affected.
+#[test]
+fn a_handed_value_is_not_a_path_out_of_the_run_directory() {
+    let scene = scene();
+    let secret = scene.bob.env.write("private/notes.txt", "bob's own file");
+    let original = std::fs::read_to_string(&scene.file).unwrap();
+    let body: serde_json::Value =
+        serde_json::from_str(original.split("-----BEGIN SSH SIGNATURE-----").next().unwrap()).unwrap();
+    let consumer = scene.bob.env.write(
+        "path-consumer.toml",
+        r#"
+[runbook]
+name = "path-consumer"
+
+[requires.src]
+runbook = "handoff-source"
+outputs = ["issuer"]
+
+[[steps]]
+id = "own"
+kind = "checkpoint"
+[steps.inputs.files]
+hostname = "/etc/hostname"
+
+[[steps]]
+id = "republish"
+kind = "checkpoint"
+[steps.inputs.files]
+leak = "${src.issuer}"
+"#,
+    );
+    for (i, value) in
+        [secret.display().to_string(), "../private/notes.txt".to_string(), "~/.ssh/id_ed25519".to_string()]
+            .into_iter()
+            .enumerate()
+    {
+        let mut crafted = body.clone();
+        crafted["checkpoints"]["handoff"]["values"]["issuer"] = serde_json::json!({ "plain": value });
+        let file = signed(&scene.alice, &scene.alice_key, &format!("value{i}.handoff"), &crafted);
+        // A journal of Bob's per case: a second import of the same export would be a roll-back.
+        let journal = scene.bob.env.path().join(format!("case{i}.db"));
+        let bob = |args: &[&str]| scene.bob.run_on(&journal, args);
+        let imported = bob(&["import", s(&file), "--identity", s(&scene.bob_key), "--trust", s(&scene.alice_pub)]);
+        assert_eq!(imported.code, 0, "{}", imported.all());
+        assert!(imported.stdout.contains("handoff.issuer = "), "every value is listed: {}", imported.stdout);
+        let run = bob(&["run", s(&consumer)]);
+        assert_eq!(run.code, 3, "{}", run.all());
+        assert!(run.all().contains("HandedPathOutside"), "{}", run.all());
+        assert!(run.all().contains("through `src.issuer`, a value a hand-off brought"), "{}", run.all());
+        let leaked = bob(&["get", "path-consumer.leak"]);
+        assert_ne!(leaked.code, 0, "the file was vouched for: {}", leaked.all());
+        // The runbook's own absolute path was read as written.
+        let own = bob(&["get", "path-consumer.hostname"]);
+        assert_eq!(own.code, 0, "{}", own.all());
+    }
+}

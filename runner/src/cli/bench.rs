@@ -89,6 +89,7 @@ async fn run_once(
         vars: Arc::new(values),
         required: Arc::new(required),
         required_files: Arc::default(),
+        handed: Arc::default(),
         required_secrets: Vec::new(),
         prior,
         run_id: run_id.clone(),

@@ -5,6 +5,7 @@
 mod attempt;
 mod critical_path;
 pub mod events;
+pub(crate) mod handed;
 pub mod redact;
 pub mod scheduler;
 mod sink;
@@ -45,6 +46,8 @@ pub struct RunContext {
     pub required: Arc<RequiredValues>,
     /// What the required files held when their checkpoints vouched for them.
     pub required_files: Arc<RequiredFiles>,
+    /// The required values a hand-off brought as plain values (see `handed.rs`).
+    pub handed: Arc<crate::plan::HandedValues>,
     /// Values required from earlier runbooks that were secret there: redacted here too.
     pub required_secrets: Vec<Value>,
     pub prior: Prior,
@@ -309,6 +312,7 @@ fn job(ctx: &RunContext, i: usize, admitted: Admitted, redactor: &Redactor) -> J
         approvals: admitted.approvals,
         clock: ctx.clock.clone(),
         owner: (def.spec.kind == "graph").then(|| owner_tag(ctx)),
+        handed: Arc::new(handed::handed_paths(&ctx.runbook, def, &ctx.required, &ctx.handed)),
     };
     Job {
         instance: instance.id.clone(),

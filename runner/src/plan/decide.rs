@@ -105,6 +105,7 @@ mod tests {
             published: false,
             made_on: None,
             file_sha256: Map::new(),
+            handed: Default::default(),
         }
     }
 

@@ -13,7 +13,7 @@ use runbook_steps::{Approval, AzureTarget, KindRole};
 use serde_json::{Map, Value};
 
 use crate::model::Runbook;
-use crate::plan::prior::{Attempt, Done, Prior, RequiredFiles, RequiredValues, unseal_outputs};
+use crate::plan::prior::{Attempt, Done, HandedValues, Prior, RequiredFiles, RequiredValues, unseal_outputs};
 
 /// The kinds of event a decision reads; the others (run started/finished, queueing, drift…)
 /// are verified in the same pass but not kept.
@@ -213,6 +213,13 @@ impl History {
                                 .or_else(|| made_on.clone()),
                             // Never run here: nothing of this runbook runs in the importing journal.
                             file_sha256: Map::new(),
+                            handed: outputs
+                                .as_object()
+                                .into_iter()
+                                .flat_map(|o| o.keys())
+                                .filter(|name| !imported.files.contains_key(&format!("{checkpoint}.{name}")))
+                                .cloned()
+                                .collect(),
                         };
                         prior.failed.remove(checkpoint);
                         prior.done.insert(checkpoint.clone(), done);
@@ -300,6 +307,7 @@ impl History {
                                 .and_then(Value::as_object)
                                 .cloned()
                                 .unwrap_or_default(),
+                            handed: Default::default(),
                         };
                         match prior.done.get_mut(instance) {
                             Some(slot) => *slot = done,
@@ -332,6 +340,7 @@ impl History {
                         published: KindRole::publishes(&skipped.kind),
                         made_on: made_on.clone(),
                         file_sha256,
+                        handed: Default::default(),
                     };
                     prior.done.insert(instance.to_string(), done);
                 }
@@ -369,9 +378,10 @@ impl History {
         runbook: &Runbook,
         target: &AzureTarget,
         cluster: Option<&str>,
-    ) -> anyhow::Result<Result<(RequiredValues, RequiredFiles), Vec<String>>> {
+    ) -> anyhow::Result<Result<(RequiredValues, RequiredFiles, HandedValues), Vec<String>>> {
         let mut values = RequiredValues::new();
         let mut files = RequiredFiles::new();
+        let mut handed = HandedValues::new();
         let mut missing = Vec::new();
         for (alias, requirement) in &runbook.file.requires {
             let prior = self.prior_on(journal, &requirement.runbook, cluster, None, false)?.acting_on(target.clone());
@@ -398,6 +408,9 @@ impl History {
                     Some((done, value)) => {
                         if let Some(sha) = done.file_sha256.get(output).and_then(Value::as_str) {
                             files.insert((alias.clone(), output.clone()), sha.to_string());
+                        }
+                        if done.handed.contains(output) {
+                            handed.insert((alias.clone(), output.clone()));
                         }
                         values.insert((alias.clone(), output.clone()), value.clone());
                     }
@@ -429,10 +442,13 @@ impl History {
                 if let Some(sha) = found.and_then(|(done, _)| done.file_sha256.get(output)).and_then(Value::as_str) {
                     files.insert((alias.clone(), output.clone()), sha.to_string());
                 }
+                if found.is_some_and(|(done, _)| done.handed.contains(output)) {
+                    handed.insert((alias.clone(), output.clone()));
+                }
                 values.insert((alias.clone(), output.clone()), found.map_or(Value::Null, |(_, v)| v.clone()));
             }
         }
-        Ok(if missing.is_empty() { Ok((values, files)) } else { Err(missing) })
+        Ok(if missing.is_empty() { Ok((values, files, handed)) } else { Err(missing) })
     }
 
     /// The clusters other than `cluster` on which runs of `runbook` published `output`, named

@@ -11,5 +11,7 @@ mod scope;
 pub use decide::{Decision, NOT_RUN_BEFORE, decide};
 pub use expand::{Instance, Plan, expand, instance_keys, item_key};
 pub use history::History;
-pub use prior::{Done, Prior, RequiredFiles, RequiredValues, load_prior, load_required, required_secrets};
+pub use prior::{
+    Done, HandedValues, Prior, RequiredFiles, RequiredValues, load_prior, load_required, required_secrets,
+};
 pub use scope::{Resolved, Scope};

@@ -30,6 +30,9 @@ pub struct Done {
     /// A checkpoint's files: the SHA-256 of each as it vouched for it, by output name (whose
     /// value is the file's path).
     pub file_sha256: Map<String, Value>,
+    /// The plain values (not files) a hand-off brought, by output name: another person's word,
+    /// which a step may not take as a path out of its working directory.
+    pub handed: std::collections::BTreeSet<String>,
 }
 
 impl Done {
@@ -131,6 +134,10 @@ pub type RequiredValues = BTreeMap<(String, String), Value>;
 /// reuse decision that the content changed.
 pub type RequiredFiles = BTreeMap<(String, String), String>;
 
+/// The required values that a hand-off brought as plain values (not files): another person's
+/// word, which a step may not take as a path out of the run's working directory.
+pub type HandedValues = std::collections::BTreeSet<(String, String)>;
+
 /// Values `runbook` requires from earlier runbooks, for a run on `cluster` (see
 /// [`History::required`]).
 pub fn load_required(
@@ -139,5 +146,5 @@ pub fn load_required(
     target: &AzureTarget,
     cluster: Option<&str>,
 ) -> anyhow::Result<Result<RequiredValues, Vec<String>>> {
-    Ok(History::read(journal)?.required(journal, runbook, target, cluster)?.map(|(values, _)| values))
+    Ok(History::read(journal)?.required(journal, runbook, target, cluster)?.map(|(values, _, _)| values))
 }

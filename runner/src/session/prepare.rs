@@ -20,6 +20,8 @@ pub struct Prepared {
     pub required: Arc<RequiredValues>,
     /// What the required files held when their checkpoints vouched for them.
     pub required_files: Arc<RequiredFiles>,
+    /// The required values a hand-off brought as plain values.
+    pub handed: Arc<crate::plan::HandedValues>,
     pub plan: Arc<Plan>,
 }
 
@@ -96,8 +98,8 @@ pub(crate) fn prepare(
     target: &AzureTarget,
 ) -> CliResult<Prepared> {
     let mut values = vars::resolve(&runbook, inputs).map_err(CliError::Problems)?;
-    let (required, required_files) = if runbook.file.requires.is_empty() {
-        (RequiredValues::new(), RequiredFiles::new())
+    let (required, required_files, handed) = if runbook.file.requires.is_empty() {
+        (RequiredValues::new(), RequiredFiles::new(), Default::default())
     } else {
         let (journal, history) = history.ok_or_else(|| {
             let alias = runbook.file.requires.keys().next().cloned().unwrap_or_default();
@@ -136,6 +138,7 @@ pub(crate) fn prepare(
         vars: Arc::new(values),
         required: Arc::new(required),
         required_files: Arc::new(required_files),
+        handed: Arc::new(handed),
         plan: Arc::new(plan),
     })
 }

@@ -214,6 +214,7 @@ impl StartedRun<'_> {
             vars: prepared.vars.clone(),
             required: prepared.required.clone(),
             required_files: prepared.required_files.clone(),
+            handed: prepared.handed.clone(),
             required_secrets: decided.required_secrets,
             prior: decided.prior,
             run_id: run_id.clone(),

@@ -22,7 +22,7 @@ pub fn objects(session: &Session<'_>, inputs: &ApplyInputs) -> Result<Vec<Map<St
     let documents = match (&inputs.object, &inputs.file, &inputs.template) {
         (Some(object), None, None) => vec![Value::Object(object.clone())],
         (None, Some(file), None) => {
-            let path = session.ctx.resolve_path(file);
+            let path = session.ctx.resolve_path(file)?;
             let text = std::fs::read_to_string(&path).map_err(|e| {
                 StepError::permanent(format!("cannot read `{}`: {e}", path.display())).with_code("FileUnreadable")
             })?;

@@ -51,7 +51,7 @@ pub fn collect_data(session: &mut Session<'_>, inputs: &SecretInputs) -> Result<
         if data.contains_key(key) {
             return Err(StepError::invalid_inputs(format!("key `{key}` is given in both `data` and `files`")));
         }
-        let path = session.ctx.resolve_path(file);
+        let path = session.ctx.resolve_path(file)?;
         let bytes = std::fs::read(&path).map_err(|e| {
             StepError::permanent(format!("cannot read `{}` for key `{key}`: {e}", path.display()))
                 .with_code("FileUnreadable")
