@@ -42,6 +42,9 @@ pub struct SandboxConfig {
     /// Client ids whose tokens get 403 `AuthorizationFailed` on ARM writes
     /// (and `Authorization_RequestDenied` on Graph writes).
     pub forbidden_principals: Vec<String>,
+    /// Azure Policy assignments with `deny` effects, evaluated on every write (none by default;
+    /// more can be added through `/.sandbox/policies`).
+    pub policies: Vec<crate::arm::policy::PolicyAssignment>,
     /// Resource provider namespaces (e.g. `Microsoft.ManagedIdentity`) the subscription
     /// starts without: requests to their resource types get 409
     /// `MissingSubscriptionRegistration` until `POST .../providers/{ns}/register`.
@@ -75,6 +78,7 @@ impl Default for SandboxConfig {
             application_replication_delay: Duration::from_secs(5),
             taken_storage_account_names: Vec::new(),
             forbidden_principals: Vec::new(),
+            policies: Vec::new(),
             unregistered_providers: Vec::new(),
             provider_registration: Duration::from_secs(30),
             kube: KubeApiConfig::default(),

@@ -36,6 +36,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+pub use arm::policy::{PolicyAssignment, PolicyRule};
 pub use breakages::{BREAKAGES, Breakage, BreakageInfo};
 pub use config::{DEFAULT_SUBSCRIPTION_ID, DEFAULT_TENANT_ID, SandboxConfig};
 pub use entra::federation::{AadstsError, FederatedToken};
@@ -46,7 +47,7 @@ pub use request_log::{LoggedRequest, Service};
 /// The sandbox's time is the workspace's one clock: replication windows, token lifetimes,
 /// long-running operations and latencies are measured against it.
 pub use runbook_clock::Clock;
-pub use server::{FAULTS_PATH, READY_PATH, REQUESTS_PATH, STATE_PATH};
+pub use server::{FAULTS_PATH, POLICIES_PATH, READY_PATH, REQUESTS_PATH, STATE_PATH};
 pub use tls::CertificateAuthority;
 
 use faults::FaultInjector;
@@ -108,6 +109,8 @@ pub(crate) struct Shared {
     pub config: SandboxConfig,
     pub state: Mutex<State>,
     pub faults: Mutex<FaultInjector>,
+    /// Azure Policy assignments with `deny` effects (`arm/policy.rs`).
+    pub policies: Mutex<Vec<arm::policy::PolicyAssignment>>,
     pub log: Mutex<Vec<LoggedRequest>>,
     /// The management cluster's API server, whose requests the request log lists too.
     pub kube: kube::KubeHandle,
@@ -260,6 +263,7 @@ impl Sandbox {
         let hosts = public_names::HostsFile::new(config.public_names.as_ref().and_then(|p| p.hosts_file.clone()));
         let shared = Arc::new(Shared {
             faults: Mutex::new(FaultInjector::new(config.faults.clone())),
+            policies: Mutex::new(config.policies.clone()),
             config,
             state: Mutex::new(state),
             log: Mutex::new(Vec::new()),

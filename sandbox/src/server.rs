@@ -42,6 +42,10 @@ pub const REQUESTS_PATH: &str = "/.sandbox/requests";
 /// one chosen request from then on; `GET` lists the rules and whether they fired. See
 /// [`crate::faults`].
 pub const FAULTS_PATH: &str = "/.sandbox/faults";
+/// `POST` a policy assignment (`{"name": "require-cost-center", "definition": "require-tag",
+/// "tag": "costCenter"}`; see `arm/policy.rs`) to deny the writes it denies from then on; `GET`
+/// lists them.
+pub const POLICIES_PATH: &str = "/.sandbox/policies";
 
 pub(crate) async fn serve(
     listener: TcpListener,
@@ -141,6 +145,8 @@ async fn answer(
         Reply::json(StatusCode::OK, &serde_json::json!({ "requests": requests }))
     } else if path == FAULTS_PATH {
         fault_rules(&shared, &req)
+    } else if path == POLICIES_PATH {
+        policy_assignments(&shared, &req)
     } else {
         match draw_fault(&shared, service, &req) {
             Fault::Reset => Reply::reset(),
@@ -211,6 +217,23 @@ fn draw_fault(shared: &Shared, service: Service, req: &Req) -> Fault {
 }
 
 /// `/.sandbox/faults`: adds a rule (`POST`) or lists them (`GET`).
+fn policy_assignments(shared: &Shared, req: &Req) -> Reply {
+    let mut policies = shared.policies.lock().expect("policy lock");
+    if req.method == http::Method::POST {
+        match serde_json::from_slice::<crate::arm::policy::PolicyAssignment>(&req.body) {
+            Ok(assignment) => policies.push(assignment),
+            Err(e) => {
+                return Reply::json(
+                    StatusCode::BAD_REQUEST,
+                    &serde_json::json!({"error": format!("not a policy assignment: {e}")}),
+                );
+            }
+        }
+    }
+    let status = if req.method == http::Method::POST { StatusCode::CREATED } else { StatusCode::OK };
+    Reply::json(status, &serde_json::json!({ "assignments": *policies }))
+}
+
 fn fault_rules(shared: &Shared, req: &Req) -> Reply {
     let listing = || {
         serde_json::json!({

@@ -188,7 +188,10 @@ fn writes(sandbox: &SandboxProcess) -> usize {
         .filter(|r| r["method"] != "GET" && r["service"] != "entra")
         .filter(|r| {
             let path = r["path"].as_str().unwrap_or_default();
-            !path.contains("selfsubject") && !path.ends_with("/directoryObjects/getByIds")
+            !path.contains("selfsubject")
+                && !path.ends_with("/directoryObjects/getByIds")
+                && !path.ends_with("/checkPolicyRestrictions")
+                && !path.ends_with("/checkNameAvailability")
         })
         .count()
 }
@@ -430,4 +433,79 @@ fn graph_and_blob_permissions_are_checked_and_a_run_stops_before_writing() {
         "{stdout}"
     );
     assert!(stdout.contains(&blob_line), "{stdout}");
+}
+
+/// Adds a policy assignment to the sandbox (`/.sandbox/policies`).
+fn assign_policy(sandbox: &SandboxProcess, assignment: serde_json::Value) {
+    let url =
+        format!("{}{}", sandbox.settings["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/'), runbook_sandbox::POLICIES_PATH);
+    let answer = sandbox.client().post(url).json(&assignment).send().expect("the sandbox answers");
+    assert_eq!(answer.status().as_u16(), 201, "{assignment}: {}", answer.text().unwrap_or_default());
+}
+
+/// A tenant whose policy allows one region: Phase 1 in another is refused by `doctor`, and by
+/// `run` before its first write, naming the assignment and definition of each denial; in the
+/// allowed region the policy check passes. A write made anyway is denied as Azure denies it.
+#[test]
+fn a_policy_that_would_deny_a_write_stops_phase_1_before_anything_is_written() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    for (name, definition) in
+        [("allowed-regions", "allowed-locations"), ("allowed-group-regions", "allowed-locations-for-resource-groups")]
+    {
+        assign_policy(&sandbox, serde_json::json!({"name": name, "definition": definition, "locations": ["westus"]}));
+    }
+    let vars = env.write(
+        "phase1.vars.toml",
+        &format!(
+            "prefix = \"pol\"\noidc_storage_account = \"poloidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nexternal_dns = true\nca_file = \"{}\"\n",
+            sandbox.dir.join("sandbox-ca.pem").display()
+        ),
+    );
+    let vars = vars.to_str().unwrap();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let subscription = sandbox.settings["AZURE_SUBSCRIPTION_ID"].clone();
+    let group_denied = format!(
+        "FAIL Azure Policy allows Microsoft.Resources/subscriptions/resourceGroups `os4-common`: denied by assignment /subscriptions/{subscription}/providers/Microsoft.Authorization/policyAssignments/allowed-group-regions (definition /providers/Microsoft.Authorization/policyDefinitions/e765b5de-1225-4ba3-bd56-1ac6695af988): location `eastus` is not one of westus (step resource_group)"
+    );
+    let doctor = on_sandbox(&env, &sandbox, &path, &["doctor", "phase1-workload-identity", "--vars", vars]);
+    assert_eq!(doctor.code, 2, "{}", doctor.all());
+    assert!(doctor.stdout.contains(&group_denied), "{}", doctor.stdout);
+    assert!(
+        doctor.stdout.contains("Microsoft.ManagedIdentity/userAssignedIdentities `pol-hc-")
+            && doctor.stdout.contains("policyAssignments/allowed-regions (definition /providers/Microsoft.Authorization/policyDefinitions/e56962a6-4747-49cd-b67b-bf8b01975c4c)"),
+        "{}",
+        doctor.stdout
+    );
+
+    let before = writes(&sandbox);
+    let run = on_sandbox(&env, &sandbox, &path, &["--no-progress", "run", "phase1-workload-identity", "--vars", vars]);
+    assert_eq!(run.code, 2, "{}", run.all());
+    assert!(run.stderr.contains(&group_denied) && run.stderr.contains("nothing was run"), "{}", run.stderr);
+    assert_eq!(writes(&sandbox), before, "a run stopped by doctor wrote something");
+
+    let allowed = on_sandbox(
+        &env,
+        &sandbox,
+        &path,
+        &["doctor", "phase1-workload-identity", "--vars", vars, "--var", "location=westus"],
+    );
+    assert!(allowed.stdout.contains("ok   Azure Policy: no assignment denies the "), "{}", allowed.stdout);
+    assert!(!allowed.stdout.contains("FAIL Azure Policy"), "{}", allowed.stdout);
+
+    // A write made anyway: ARM's own answer, naming the assignment.
+    let url = format!(
+        "{}/subscriptions/{subscription}/resourcegroups/elsewhere?api-version=2021-04-01",
+        sandbox.settings["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/')
+    );
+    let (status, answer) = sandbox.call(
+        reqwest::Method::PUT,
+        &url,
+        "https://management.azure.com/.default",
+        Some(serde_json::json!({"location": "eastus"})),
+    );
+    assert_eq!(status, 403, "{answer}");
+    assert_eq!(answer["error"]["code"], "RequestDisallowedByPolicy", "{answer}");
+    assert_eq!(answer["error"]["additionalInfo"][0]["type"], "PolicyViolation", "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("allowed-group-regions"), "{answer}");
 }

@@ -309,7 +309,7 @@ impl SandboxProcess {
     }
 
     /// A client trusting the sandbox's CA, carrying its secret for the control pages.
-    fn client(&self) -> reqwest::blocking::Client {
+    pub fn client(&self) -> reqwest::blocking::Client {
         sandbox_client(&self.settings)
     }
 

@@ -44,7 +44,14 @@ pub async fn check_azure(subject: &Subject, azure: &runbook_steps::SettingsSourc
     // steps afterwards) and reported in this order; when signing in fails, only that is.
     let permissions = async {
         match &settings.subscription_id {
-            Some(id) => Some(check_permissions(subject, registry, blob.rbac, &settings, id).await),
+            Some(id) => {
+                let (mut permissions, policy) = tokio::join!(
+                    check_permissions(subject, registry, blob.rbac, &settings, id),
+                    super::policy::check_policy(subject, registry, &settings, id)
+                );
+                permissions.extend(policy);
+                Some(permissions)
+            }
             None => None,
         }
     };

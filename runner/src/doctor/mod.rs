@@ -9,6 +9,7 @@ mod azure;
 mod blob;
 mod graph;
 mod kube;
+mod policy;
 mod programs;
 mod subject;
 

@@ -12,6 +12,7 @@ mod lro;
 pub(crate) mod network;
 mod network_writes;
 mod permissions;
+pub(crate) mod policy;
 mod private_dns;
 mod private_dns_links;
 mod private_dns_records;
@@ -197,6 +198,25 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
 
     if let Some(reply) = providers::require_registration(shared, &segs) {
         return reply;
+    }
+    if req.method == Method::PUT
+        && let Ok(body) = req.json()
+        && let Some(candidate) = policy::candidate(&segs, &body)
+    {
+        let assignments = shared.policies.lock().expect("policy lock").clone();
+        if let Some(reply) = policy::deny(&shared.config.subscription_id, &assignments, &candidate) {
+            return reply;
+        }
+    }
+    if req.method == Method::POST
+        && segs.len() >= 5
+        && eq(&segs[segs.len() - 3], "providers")
+        && eq(&segs[segs.len() - 2], "Microsoft.PolicyInsights")
+        && eq(&segs[segs.len() - 1], "checkPolicyRestrictions")
+    {
+        let assignments = shared.policies.lock().expect("policy lock").clone();
+        let request = req.json().unwrap_or_default();
+        return policy::check_restrictions(&shared.config.subscription_id, &assignments, &request);
     }
     let ctx = Ctx { shared, req: &req, sub, api_version };
     route(&ctx, &segs).await

@@ -31,6 +31,17 @@ impl ArmReader {
         debug_assert!(!session.wrote, "a read wrote");
         found
     }
+
+    /// The answer to a question ARM takes as a POST and that changes nothing (e.g.
+    /// `Microsoft.PolicyInsights/checkPolicyRestrictions`); an error answer is an error.
+    pub async fn ask(&self, path: &str, api_version: &str, body: &Value) -> Result<Value, StepError> {
+        let mut session = ArmSession::new(&self.client, &self.cancel, runbook_clock::Clock::process());
+        let response = session.call(Method::Post, path, api_version, Some(body)).await?;
+        if !response.is_success() {
+            return Err(super::registration::failure(&mut session, &response, "asking").await);
+        }
+        Ok(response.json().unwrap_or(Value::Null))
+    }
 }
 
 /// Where `existing` differs from `desired` (or, with `compare`, at those pointers), compared the
