@@ -455,6 +455,10 @@ fn a_policy_that_would_deny_a_write_stops_phase_1_before_anything_is_written() {
     {
         assign_policy(&sandbox, serde_json::json!({"name": name, "definition": definition, "locations": ["westus"]}));
     }
+    for (name, definition) in [("cost-center", "require-tag"), ("group-cost-center", "require-tag-on-resource-groups")]
+    {
+        assign_policy(&sandbox, serde_json::json!({"name": name, "definition": definition, "tag": "costCenter"}));
+    }
     let vars = env.write(
         "phase1.vars.toml",
         &format!(
@@ -484,14 +488,40 @@ fn a_policy_that_would_deny_a_write_stops_phase_1_before_anything_is_written() {
     assert!(run.stderr.contains(&group_denied) && run.stderr.contains("nothing was run"), "{}", run.stderr);
     assert_eq!(writes(&sandbox), before, "a run stopped by doctor wrote something");
 
-    let allowed = on_sandbox(
+    assert!(
+        doctor.stdout.contains("policyAssignments/group-cost-center (definition /providers/Microsoft.Authorization/policyDefinitions/96670d01-0a4d-4649-9c89-2d3abc0a5025): the tag `costCenter` is missing (step resource_group)"),
+        "{}",
+        doctor.stdout
+    );
+
+    // In the allowed region with the tag the policy asks for, the check passes and Phase 1 runs
+    // to its end in that tenant: every group and resource it makes carries the tag.
+    let compliant = ["--vars", vars, "--var", "location=westus", "--var", "tags=costCenter=42,owner=platform"];
+    let allowed =
+        on_sandbox(&env, &sandbox, &path, &[&["doctor", "phase1-workload-identity"][..], &compliant].concat());
+    assert!(allowed.stdout.contains("ok   Azure Policy: no assignment denies the "), "{}", allowed.stdout);
+    assert!(!allowed.stdout.contains("FAIL Azure Policy"), "{}", allowed.stdout);
+    let ran = on_sandbox(
         &env,
         &sandbox,
         &path,
-        &["doctor", "phase1-workload-identity", "--vars", vars, "--var", "location=westus"],
+        &[&["--no-progress", "run", "phase1-workload-identity"][..], &compliant].concat(),
     );
-    assert!(allowed.stdout.contains("ok   Azure Policy: no assignment denies the "), "{}", allowed.stdout);
-    assert!(!allowed.stdout.contains("FAIL Azure Policy"), "{}", allowed.stdout);
+    assert_eq!(ran.code, 0, "{}", ran.all());
+    let denied: Vec<_> =
+        sandbox.requests().into_iter().filter(|r| r["error_code"] == "RequestDisallowedByPolicy").collect();
+    assert!(denied.is_empty(), "{denied:?}");
+    let (status, group) = sandbox.call(
+        reqwest::Method::GET,
+        &format!(
+            "{}/subscriptions/{subscription}/resourcegroups/os4-common?api-version=2021-04-01",
+            sandbox.settings["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/')
+        ),
+        "https://management.azure.com/.default",
+        None,
+    );
+    assert_eq!(status, 200, "{group}");
+    assert_eq!(group["tags"]["costCenter"], "42", "{group}");
 
     // A write made anyway: ARM's own answer, naming the assignment.
     let url = format!(

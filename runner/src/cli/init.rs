@@ -143,6 +143,7 @@ fn type_name(ty: VarType) -> &'static str {
         VarType::Boolean => "boolean",
         VarType::List => "list",
         VarType::Path => "path",
+        VarType::Table => "table",
     }
 }
 

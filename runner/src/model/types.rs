@@ -50,6 +50,9 @@ pub enum VarType {
     List,
     /// A string naming a file that must exist when the runbook is planned.
     Path,
+    /// Names with string values (e.g. Azure tags): a TOML table in a vars file, or on the
+    /// command line `k=v,k2=v2` (as `az --tags` takes them) or a JSON object.
+    Table,
 }
 
 /// Naming rules of Azure resources that can be checked before any call.

@@ -247,6 +247,7 @@ impl RefChecker<'_> {
                 VarType::Integer => json!(0),
                 VarType::Boolean => json!(false),
                 VarType::List => json!([]),
+                VarType::Table => json!({}),
             }),
             Reference::Item(None) => match &from.spec.for_each {
                 Some(Value::Array(items)) => items.first().cloned(),

@@ -297,7 +297,9 @@ fn read_vars_file(
             }
         };
         let value = match (&value, spec.ty) {
-            (Value::String(s), VarType::Integer | VarType::Boolean | VarType::List) if raw.is_object() => {
+            (Value::String(s), VarType::Integer | VarType::Boolean | VarType::List | VarType::Table)
+                if raw.is_object() =>
+            {
                 match coerce(spec, s) {
                     Ok(v) => v,
                     Err(why) => {
@@ -371,6 +373,22 @@ pub fn coerce(spec: &VarSpec, text: &str) -> Result<Value, String> {
                 ))
             }
         }
+        VarType::Table => {
+            if text.trim_start().starts_with('{') {
+                return serde_json::from_str::<Value>(text)
+                    .ok()
+                    .filter(|v| v.as_object().is_some_and(|m| m.values().all(Value::is_string)))
+                    .ok_or_else(|| format!("type mismatch: `{}` is not a JSON object of strings", shown(spec, text)));
+            }
+            let mut table = serde_json::Map::new();
+            for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                let (key, value) = pair.split_once('=').ok_or_else(|| {
+                    format!("type mismatch: `{}` is not `name=value` pairs separated by commas", shown(spec, text))
+                })?;
+                table.insert(key.trim().to_string(), Value::String(value.trim().to_string()));
+            }
+            Ok(Value::Object(table))
+        }
     }
 }
 
@@ -381,6 +399,7 @@ pub fn check_value(name: &str, spec: &VarSpec, value: &Value, check_paths: bool)
         VarType::Integer => value.is_i64(),
         VarType::Boolean => value.is_boolean(),
         VarType::List => value.is_array(),
+        VarType::Table => value.as_object().is_some_and(|m| m.values().all(Value::is_string)),
     };
     if !type_ok {
         let found = if spec.secret { "a secret value".to_string() } else { value.to_string() };
