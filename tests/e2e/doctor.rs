@@ -539,3 +539,38 @@ fn a_policy_that_would_deny_a_write_stops_phase_1_before_anything_is_written() {
     assert_eq!(answer["error"]["additionalInfo"][0]["type"], "PolicyViolation", "{answer}");
     assert!(answer["error"]["message"].as_str().unwrap().contains("allowed-group-regions"), "{answer}");
 }
+
+/// A tenant whose app-management policy caps password lifetimes at 90 days: Phase 1's default
+/// secret lifetime (180 days) is refused by Graph with the policy named, and the same run with a
+/// `secret_lifetime` inside the cap goes on to its end.
+#[test]
+fn a_password_lifetime_cap_is_named_and_a_shorter_secret_lifetime_passes() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    assign_policy(
+        &sandbox,
+        serde_json::json!({"name": "app-password-cap", "definition": "password-lifetime", "max_days": 90}),
+    );
+    let vars = env.write(
+        "phase1.vars.toml",
+        &format!(
+            "prefix = \"cap\"\noidc_storage_account = \"capoidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nexternal_dns = true\nca_file = \"{}\"\n",
+            sandbox.dir.join("sandbox-ca.pem").display()
+        ),
+    );
+    let vars = vars.to_str().unwrap();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let refused =
+        on_sandbox(&env, &sandbox, &path, &["--no-progress", "run", "phase1-workload-identity", "--vars", vars]);
+    assert_eq!(refused.code, 3, "{}", refused.all());
+    assert!(refused.all().contains("CredentialInvalidLifetimeAsPerAppPolicy"), "{}", refused.all());
+    assert!(refused.all().contains("allowed as per assigned policy 'app-password-cap'"), "{}", refused.all());
+    assert!(refused.all().contains("`secret_lifetime`"), "the hint names the variable: {}", refused.all());
+    let passed = on_sandbox(
+        &env,
+        &sandbox,
+        &path,
+        &["--no-progress", "run", "phase1-workload-identity", "--vars", vars, "--var", "secret_lifetime=60days"],
+    );
+    assert_eq!(passed.code, 0, "{}", passed.all());
+}

@@ -23,6 +23,10 @@ pub enum PolicyRule {
     AllowedLocations { locations: Vec<String> },
     /// "Allowed locations for resource groups".
     AllowedLocationsForResourceGroups { locations: Vec<String> },
+    /// Not Azure Policy but Entra's app-management policy (`passwordLifetime` restriction):
+    /// `addPassword` for a password living longer than `max_days` is refused with Graph's
+    /// `CredentialInvalidLifetimeAsPerAppPolicy`.
+    PasswordLifetime { max_days: u32 },
 }
 
 /// A policy assignment at the subscription.
@@ -45,6 +49,7 @@ impl PolicyRule {
             PolicyRule::AllowedLocationsForResourceGroups { .. } => {
                 ("e765b5de-1225-4ba3-bd56-1ac6695af988", "Allowed locations for resource groups")
             }
+            PolicyRule::PasswordLifetime { .. } => ("", "App management policy: password lifetime"),
         }
     }
 
@@ -73,6 +78,18 @@ impl PolicyRule {
 fn listed(locations: &[String], location: &str) -> bool {
     let plain = |l: &str| l.to_ascii_lowercase().replace(' ', "");
     locations.iter().any(|l| plain(l) == plain(location))
+}
+
+/// The longest password lifetime the app-management policies allow, in days, with the
+/// assignment that sets it.
+pub(crate) fn password_lifetime_cap(assignments: &[PolicyAssignment]) -> Option<(u32, &str)> {
+    assignments
+        .iter()
+        .filter_map(|a| match a.rule {
+            PolicyRule::PasswordLifetime { max_days } => Some((max_days, a.name.as_str())),
+            _ => None,
+        })
+        .min_by_key(|(days, _)| *days)
 }
 
 /// What a write would put in place, as policy sees it.

@@ -373,6 +373,35 @@ fn list_reply(base: &str, req: &Req, set: &str, type_name: &str, items: Vec<Valu
     }
 }
 
+/// Graph's refusal of an `addPassword` whose `endDateTime` lies beyond what an app-management
+/// policy allows (`CredentialInvalidLifetimeAsPerAppPolicy`, naming the policy), or None.
+fn beyond_lifetime_cap(shared: &Shared, body: &Value) -> Option<Reply> {
+    let policies = shared.policies.lock().expect("policy lock").clone();
+    let (max_days, policy) = crate::arm::policy::password_lifetime_cap(&policies)?;
+    let now = shared.timestamp();
+    // No endDateTime: Graph's default of two years.
+    let end = body["passwordCredential"]["endDateTime"]
+        .as_str()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .unwrap_or(now + jiff::SignedDuration::from_hours(2 * 8760));
+    if end.duration_since(now) <= jiff::SignedDuration::from_hours(24 * i64::from(max_days)) {
+        return None;
+    }
+    let message = format!("Credential lifetime exceeds the max value allowed as per assigned policy '{policy}'.");
+    let code = "CredentialInvalidLifetimeAsPerAppPolicy";
+    let body = json!({"error": {
+        "code": code,
+        "message": message,
+        "details": [{"code": "InvalidKeyEndDate", "message": message, "target": "EndDate"}],
+        "innerError": {},
+    }});
+    Some(stamp_error(
+        Reply::json_with_type(StatusCode::BAD_REQUEST, &body, CONTENT_TYPE).with_error_code(code),
+        now,
+        None,
+    ))
+}
+
 /// A new password credential from an `addPassword` body, and how Graph answers it (the
 /// only time `secretText` is shown).
 fn new_password(shared: &Shared, base: &str, body: &Value) -> (PasswordCredential, Value) {
@@ -548,6 +577,9 @@ async fn applications(shared: &Arc<Shared>, req: &Req, base: &str, path: &[&str]
             shared.sleep(Operation::GraphAddPassword).await;
             let mut state = shared.state();
             let Some(app) = state.applications.get_mut(*id) else { return not_found(id) };
+            if let Some(refused) = beyond_lifetime_cap(shared, &body) {
+                return refused;
+            }
             let (cred, rendered) = new_password(shared, base, &body);
             app.passwords.push(cred);
             ok(StatusCode::OK, &rendered)
@@ -692,6 +724,9 @@ async fn service_principals(shared: &Arc<Shared>, req: &Req, base: &str, path: &
             shared.sleep(Operation::GraphAddPassword).await;
             let mut state = shared.state();
             let Some(sp) = state.service_principals.get_mut(*id) else { return not_found(id) };
+            if let Some(refused) = beyond_lifetime_cap(shared, &body) {
+                return refused;
+            }
             let (cred, rendered) = new_password(shared, base, &body);
             sp.passwords.push(cred);
             ok(StatusCode::OK, &rendered)

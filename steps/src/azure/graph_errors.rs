@@ -100,6 +100,7 @@ fn hint_for(status: u16, code: &str, replication: Replication) -> Option<String>
         (404, _) | (_, RESOURCE_NOT_FOUND) => {
             "the object does not exist: check `object_id` (the application's object id `id`, not its appId/client id)".into()
         }
+        (_, "CredentialInvalidLifetimeAsPerAppPolicy") => "the tenant's app-management policy caps how long a password may live (the policy is named above): give the step a shorter `valid_for` (the bundled runbooks' `secret_lifetime` variable), within the cap".into(),
         (_, "Request_BadRequest") => "Graph refused the request: check the step's inputs (names, ids, valid_for)".into(),
         _ => return None,
     };
