@@ -47,7 +47,7 @@ pub use request_log::{LoggedRequest, Service};
 /// The sandbox's time is the workspace's one clock: replication windows, token lifetimes,
 /// long-running operations and latencies are measured against it.
 pub use runbook_clock::Clock;
-pub use server::{FAULTS_PATH, POLICIES_PATH, READY_PATH, REQUESTS_PATH, STATE_PATH};
+pub use server::{FAULTS_PATH, POLICIES_PATH, READY_PATH, REQUESTS_PATH, SCOPED_PRINCIPALS_PATH, STATE_PATH};
 pub use tls::CertificateAuthority;
 
 use faults::FaultInjector;
@@ -111,6 +111,9 @@ pub(crate) struct Shared {
     pub faults: Mutex<FaultInjector>,
     /// Azure Policy assignments with `deny` effects (`arm/policy.rs`).
     pub policies: Mutex<Vec<arm::policy::PolicyAssignment>>,
+    /// Client ids of principals with no standing role: as a person in an enterprise tenant,
+    /// they may write only where a role assignment reaches (e.g. Contributor on one group).
+    pub scoped_principals: Mutex<Vec<String>>,
     pub log: Mutex<Vec<LoggedRequest>>,
     /// The management cluster's API server, whose requests the request log lists too.
     pub kube: kube::KubeHandle,
@@ -181,6 +184,10 @@ impl Shared {
 
     pub(crate) fn caller_object_id(&self, req: &Req) -> Option<String> {
         self.token_claims(req).map(|c| c.oid)
+    }
+
+    pub(crate) fn is_scoped(&self, client_id: &str) -> bool {
+        self.scoped_principals.lock().expect("scoped lock").iter().any(|p| p.eq_ignore_ascii_case(client_id))
     }
 
     pub(crate) fn is_forbidden(&self, client_id: &str) -> bool {
@@ -264,6 +271,7 @@ impl Sandbox {
         let shared = Arc::new(Shared {
             faults: Mutex::new(FaultInjector::new(config.faults.clone())),
             policies: Mutex::new(config.policies.clone()),
+            scoped_principals: Mutex::new(Vec::new()),
             config,
             state: Mutex::new(state),
             log: Mutex::new(Vec::new()),

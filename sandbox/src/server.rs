@@ -46,6 +46,9 @@ pub const FAULTS_PATH: &str = "/.sandbox/faults";
 /// "tag": "costCenter"}`; see `arm/policy.rs`) to deny the writes it denies from then on; `GET`
 /// lists them.
 pub const POLICIES_PATH: &str = "/.sandbox/policies";
+/// `POST {"client_id": "…"}` makes that principal a person of an enterprise tenant: no standing
+/// role, its ARM writes allowed only where a role assignment reaches.
+pub const SCOPED_PRINCIPALS_PATH: &str = "/.sandbox/scoped-principals";
 
 pub(crate) async fn serve(
     listener: TcpListener,
@@ -147,6 +150,14 @@ async fn answer(
         fault_rules(&shared, &req)
     } else if path == POLICIES_PATH {
         policy_assignments(&shared, &req)
+    } else if path == SCOPED_PRINCIPALS_PATH && req.method == http::Method::POST {
+        match req.json().ok().and_then(|b| b["client_id"].as_str().map(str::to_string)) {
+            Some(client_id) => {
+                shared.scoped_principals.lock().expect("scoped lock").push(client_id);
+                Reply::json(StatusCode::CREATED, &serde_json::json!({}))
+            }
+            None => Reply::json(StatusCode::BAD_REQUEST, &serde_json::json!({"error": "give {\"client_id\": \"…\"}"})),
+        }
     } else {
         match draw_fault(&shared, service, &req) {
             Fault::Reset => Reply::reset(),

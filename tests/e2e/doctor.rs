@@ -574,3 +574,95 @@ fn a_password_lifetime_cap_is_named_and_a_shorter_secret_lifetime_passes() {
     );
     assert_eq!(passed.code, 0, "{}", passed.all());
 }
+
+/// A person of an enterprise tenant: no role on the subscription, Contributor on one resource
+/// group. `doctor` reads the permissions at the group each write targets: a runbook writing in
+/// that group passes and runs; one that also writes elsewhere is stopped before any write, naming
+/// the scope it lacks.
+#[test]
+fn permissions_are_read_at_the_group_each_write_targets() {
+    let env = TestEnv::new();
+    let sandbox = SandboxProcess::start(&env.path().join("sandbox"));
+    let graph = format!("{}/v1.0", sandbox.settings["RUNBOOK_GRAPH_ENDPOINT"].trim_end_matches('/'));
+    let arm = sandbox.settings["RUNBOOK_ARM_ENDPOINT"].trim_end_matches('/').to_string();
+    let subscription = format!("/subscriptions/{}", sandbox.settings["AZURE_SUBSCRIPTION_ID"]);
+    let (graph_scope, arm_scope) = ("https://graph.microsoft.com/.default", "https://management.azure.com/.default");
+    let (client_id, secret) = unprivileged_principal(&sandbox);
+    let (status, sp) = sandbox.call(
+        reqwest::Method::GET,
+        &format!("{graph}/servicePrincipals(appId='{client_id}')"),
+        graph_scope,
+        None,
+    );
+    assert_eq!(status, 200, "{sp}");
+    let url = format!("{arm}{}", runbook_sandbox::SCOPED_PRINCIPALS_PATH);
+    let answer = sandbox.client().post(url).json(&serde_json::json!({"client_id": client_id})).send().unwrap();
+    assert_eq!(answer.status().as_u16(), 201);
+    // The team's group, and Contributor on it for the person (made by the tenant's owner).
+    let group = format!("{subscription}/resourceGroups/team-rg");
+    let (status, made) = sandbox.call(
+        reqwest::Method::PUT,
+        &format!("{arm}{group}?api-version=2021-04-01"),
+        arm_scope,
+        Some(serde_json::json!({"location": "eastus"})),
+    );
+    assert!(status == 201 || status == 200, "{made}");
+    let (status, assigned) = sandbox.call(
+        reqwest::Method::PUT,
+        &format!("{arm}{group}/providers/Microsoft.Authorization/roleAssignments/7a4db0c5-0000-4000-8000-0000000000c1?api-version=2022-04-01"),
+        arm_scope,
+        Some(serde_json::json!({ "properties": {
+            "roleDefinitionId": format!("{subscription}/providers/Microsoft.Authorization/roleDefinitions/b24988ac-6180-42a0-ab88-20f7382dd24c"),
+            "principalId": sp["id"],
+            "principalType": "ServicePrincipal",
+        }})),
+    );
+    assert_eq!(status, 201, "{assigned}");
+
+    let identity = |name: &str, group: &str| {
+        format!(
+            "[[steps]]\nid = \"{name}\"\nkind = \"arm\"\ninputs.action = \"ensure\"\ninputs.id = \"/subscriptions/{{subscription}}/resourceGroups/{group}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/{name}\"\ninputs.api_version = \"2023-01-31\"\ninputs.body = {{ location = \"eastus\" }}\n"
+        )
+    };
+    let as_person = |args: &[&str]| {
+        let out = env
+            .command(args)
+            .envs(&sandbox.settings)
+            .env("AZURE_CLIENT_ID", &client_id)
+            .env("AZURE_CLIENT_SECRET", &secret)
+            .output()
+            .unwrap();
+        Report {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+    let mine = env.write("team.toml", &format!("[runbook]\nname = \"team\"\n\n{}", identity("mine", "team-rg")));
+    let doctor = as_person(&["doctor", mine.to_str().unwrap()]);
+    assert_eq!(doctor.code, 0, "{}", doctor.all());
+    assert!(
+        doctor.stdout.contains(&format!("ok   Azure permissions at {group}: all 1 operations")),
+        "{}",
+        doctor.stdout
+    );
+    let ran = as_person(&["--no-progress", "run", mine.to_str().unwrap()]);
+    assert_eq!(ran.code, 0, "{}", ran.all());
+
+    let both = env.write(
+        "both.toml",
+        &format!("[runbook]\nname = \"both\"\n\n{}\n{}", identity("mine", "team-rg"), identity("theirs", "other-rg")),
+    );
+    let before = writes(&sandbox);
+    let stopped = as_person(&["--no-progress", "run", both.to_str().unwrap()]);
+    assert_eq!(stopped.code, 2, "{}", stopped.all());
+    assert!(
+        stopped.stderr.contains(&format!(
+            "FAIL Azure may Microsoft.ManagedIdentity/userAssignedIdentities/write at {subscription}: not granted (steps theirs)"
+        )),
+        "{}",
+        stopped.stderr
+    );
+    assert!(stopped.stderr.contains(&format!("ok   Azure permissions at {group}")), "{}", stopped.stderr);
+    assert_eq!(writes(&sandbox), before, "a run stopped by doctor wrote something");
+}

@@ -167,6 +167,29 @@ fn granted(blocks: &[Value], operation: &str, data: bool) -> bool {
     blocks.iter().any(|block| any(&block[allow]) && !any(&block[deny]))
 }
 
+/// The scope whose permissions decide a write to `id`: its resource group when the id names one
+/// (a person is often granted a role on a group, not on the subscription), else the subscription
+/// (where groups are made, and where an id known only during the run is bounded).
+fn scope_of(id: &str, subscription: &str) -> String {
+    let segments: Vec<&str> = id.split('/').filter(|s| !s.is_empty()).collect();
+    let eq = |s: &str, name: &str| s.eq_ignore_ascii_case(name);
+    match segments.as_slice() {
+        [subs, sub, groups, group, ..]
+            if eq(subs, "subscriptions") && eq(groups, "resourceGroups") && !unresolved(sub) && !unresolved(group) =>
+        {
+            format!("/subscriptions/{subscription}/resourceGroups/{group}")
+        }
+        _ => format!("/subscriptions/{subscription}"),
+    }
+}
+
+/// The id a write of `step` targets (for a role assignment, its scope).
+fn target_of(step: &PlannedStep, subject: &Subject, registry: &Registry) -> String {
+    let inputs = &step.inputs;
+    let id = if inputs["action"] == "assign_role" { &inputs["scope"] } else { &inputs["id"] };
+    with_step_ids(id.as_str().unwrap_or_default(), subject, registry)
+}
+
 async fn check_permissions(
     subject: &Subject,
     registry: &Registry,
@@ -174,20 +197,23 @@ async fn check_permissions(
     settings: &runbook_steps::AzureSettings,
     subscription: &str,
 ) -> Vec<Check> {
-    // (operation, data action) → the steps needing it.
-    let mut needed: BTreeMap<(String, bool), BTreeSet<String>> = BTreeMap::new();
+    let subscription_scope = format!("/subscriptions/{subscription}");
+    // scope → (operation, data action) → the steps needing it.
+    let mut needed: BTreeMap<String, BTreeMap<(String, bool), BTreeSet<String>>> = BTreeMap::new();
     let mut later = Vec::new();
     for step in subject.needing(registry, KindNeed::AzureResourceManager) {
         match operation_of(step, subject, registry) {
             Ok(Some(operation)) => {
-                needed.entry((operation, false)).or_default().insert(step.id.clone());
+                let scope = scope_of(&target_of(step, subject, registry), subscription);
+                needed.entry(scope).or_default().entry((operation, false)).or_default().insert(step.id.clone());
             }
             Ok(None) => {}
             Err(()) => later.push(step.id.clone()),
         }
     }
     for need in blob {
-        needed.entry((need.operation, need.data)).or_default().insert(need.step);
+        let at = needed.entry(subscription_scope.clone()).or_default();
+        at.entry((need.operation, need.data)).or_default().insert(need.step);
     }
     let mut checks = Vec::new();
     if !later.is_empty() {
@@ -196,48 +222,79 @@ async fn check_permissions(
             format!("not checked: {}", later.join(", ")),
         ));
     }
-    if needed.is_empty() {
-        return checks;
-    }
-    let scope = format!("/subscriptions/{subscription}");
-    let what = format!("Azure permissions at {scope}");
-    let listing = async {
-        runbook_steps::ArmReader::new(settings)?
-            .get(&format!("{scope}/providers/Microsoft.Authorization/permissions"), PERMISSIONS_API_VERSION)
-            .await
-    };
-    let blocks = match listing.await {
-        Ok(Some(found)) => found["value"].as_array().cloned().unwrap_or_default(),
-        Ok(None) => {
-            checks.push(Check::fail(what, "ARM answered 404 for the permissions listing", "check the subscription id"));
-            return checks;
-        }
+    let reader = match runbook_steps::ArmReader::new(settings) {
+        Ok(reader) => reader,
         Err(e) => {
-            let hint = e.hint.clone().unwrap_or_else(|| "check the sign-in and the subscription".into());
-            checks.push(Check::fail(what, e.to_string(), hint));
+            checks.push(Check::fail("Azure permissions", e.to_string(), "check the sign-in and the subscription"));
             return checks;
         }
     };
-    let missing: Vec<(&(String, bool), &BTreeSet<String>)> =
-        needed.iter().filter(|((op, data), _)| !granted(&blocks, op, *data)).collect();
-    if missing.is_empty() {
-        checks.push(Check::pass(what, format!("all {} operations the runbook's writes need", needed.len())));
-    }
-    for ((operation, data), steps) in missing {
-        let steps = steps.iter().cloned().collect::<Vec<_>>().join(", ");
-        checks.push(if *data {
-            Check::fail(
-                format!("Azure may {operation} (data action) at {scope}"),
-                format!("not granted (steps {steps})"),
-                "blob writes with auth = \"bearer\" need a data action: ask an owner to assign Storage Blob Data Contributor on the subscription (doctor reads the permissions there), or authorize the steps with a SAS",
-            )
+    let listing = |scope: String| {
+        let reader = &reader;
+        async move {
+            reader.get(&format!("{scope}/providers/Microsoft.Authorization/permissions"), PERMISSIONS_API_VERSION).await
+        }
+    };
+    // A group that does not exist yet is made under the subscription: its writes are decided by
+    // the permissions there.
+    let mut listings: BTreeMap<String, Result<Option<Value>, runbook_steps::StepError>> = BTreeMap::new();
+    for scope in needed.keys().filter(|s| **s != subscription_scope).cloned().collect::<Vec<_>>() {
+        let found = listing(scope.clone()).await;
+        if matches!(found, Ok(None)) {
+            let moved = needed.remove(&scope).unwrap_or_default();
+            let at = needed.entry(subscription_scope.clone()).or_default();
+            for (operation, steps) in moved {
+                at.entry(operation).or_default().extend(steps);
+            }
         } else {
-            Check::fail(
-                format!("Azure may {operation} at {scope}"),
-                format!("not granted (steps {steps})"),
-                "the procedure needs Contributor and User Access Administrator on the subscription: ask an owner to assign the missing role, or sign in as a principal that has it",
-            )
-        });
+            listings.insert(scope, found);
+        }
+    }
+    if needed.contains_key(&subscription_scope) {
+        listings.insert(subscription_scope.clone(), listing(subscription_scope.clone()).await);
+    }
+    for (scope, operations) in &needed {
+        let what = format!("Azure permissions at {scope}");
+        let blocks = match listings.remove(scope).unwrap_or(Ok(None)) {
+            Ok(Some(found)) => found["value"].as_array().cloned().unwrap_or_default(),
+            Ok(None) => {
+                checks.push(Check::fail(
+                    what,
+                    "ARM answered 404 for the permissions listing",
+                    "check the subscription id",
+                ));
+                continue;
+            }
+            Err(e) => {
+                let hint = e.hint.clone().unwrap_or_else(|| "check the sign-in and the subscription".into());
+                checks.push(Check::fail(what, e.to_string(), hint));
+                continue;
+            }
+        };
+        let missing: Vec<(&(String, bool), &BTreeSet<String>)> =
+            operations.iter().filter(|((op, data), _)| !granted(&blocks, op, *data)).collect();
+        if missing.is_empty() {
+            checks.push(Check::pass(
+                format!("Azure permissions at {scope}"),
+                format!("all {} operations the runbook's writes need", operations.len()),
+            ));
+        }
+        for ((operation, data), steps) in missing {
+            let steps = steps.iter().cloned().collect::<Vec<_>>().join(", ");
+            checks.push(if *data {
+                Check::fail(
+                    format!("Azure may {operation} (data action) at {scope}"),
+                    format!("not granted (steps {steps})"),
+                    "blob writes with auth = \"bearer\" need a data action: ask an owner to assign Storage Blob Data Contributor on the subscription (doctor reads the permissions there), or authorize the steps with a SAS",
+                )
+            } else {
+                Check::fail(
+                    format!("Azure may {operation} at {scope}"),
+                    format!("not granted (steps {steps})"),
+                    "ask an owner of that scope to assign the missing role (Contributor for resources, User Access Administrator or Role Based Access Control Administrator for role assignments), or sign in as a principal that has it; the procedure's own setup has Contributor and User Access Administrator on the subscription",
+                )
+            });
+        }
     }
     checks
 }

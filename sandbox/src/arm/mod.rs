@@ -196,6 +196,22 @@ pub(crate) async fn handle(shared: &Arc<Shared>, req: Req) -> Reply {
         );
     }
 
+    if req.is_write() && shared.is_scoped(&claims.appid) {
+        let verb = match req.method {
+            Method::DELETE => "delete",
+            Method::POST => "action",
+            _ => "write",
+        };
+        let action = format!("{}/{verb}", resource_action(&segs));
+        let scope = format!("/{}", segs.join("/"));
+        let permitted =
+            authorization::is_permitted(&shared.state(), &shared.config.subscription_id, &claims.oid, &action, &scope);
+        // Questions asked with a POST (policy, name availability) change nothing.
+        let question = segs.last().is_some_and(|s| eq(s, "checkPolicyRestrictions") || eq(s, "checkNameAvailability"));
+        if !permitted && !question {
+            return authorization::authorization_failed(&claims.oid, &action, &req.path);
+        }
+    }
     if let Some(reply) = providers::require_registration(shared, &segs) {
         return reply;
     }

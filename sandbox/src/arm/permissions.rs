@@ -20,11 +20,22 @@ pub(crate) fn handle(ctx: &Ctx<'_>, scope: &str) -> Reply {
     if ctx.req.method != Method::GET {
         return method_not_allowed(&ctx.req.method);
     }
+    // As ARM: the listing at a group that does not exist is 404 `ResourceGroupNotFound`.
+    let segments: Vec<&str> = scope.split('/').filter(|s| !s.is_empty()).collect();
+    if let [_, sub, groups, group, ..] = segments.as_slice()
+        && groups.eq_ignore_ascii_case("resourceGroups")
+        && let Err(reply) = super::live_rg_name(&ctx.shared.state(), sub, group)
+    {
+        return reply;
+    }
     let object_id = ctx.shared.caller_object_id(ctx.req).unwrap_or_default();
     let client_id = ctx.shared.caller_client_id(ctx.req).unwrap_or_default();
     let mut roles: Vec<String> = Vec::new();
     if ctx.shared.is_forbidden(&client_id) {
         roles.push(READER.into());
+    } else if ctx.shared.is_scoped(&client_id) {
+        // No standing role: only what its role assignments reach.
+        roles.extend(roles_reaching(&ctx.shared.state(), &object_id, scope));
     } else {
         roles.push(CONTRIBUTOR.into());
         if object_id.eq_ignore_ascii_case(SANDBOX_CLIENT_OBJECT_ID) {
