@@ -42,13 +42,6 @@ fn decide(lookup: &dyn Fn(&str) -> Option<String>, url: &http::Uri) -> Option<ht
     Some(written.parse().unwrap_or_else(|_| intercept.uri().clone()))
 }
 
-/// The proxy for `url`, for messages: its address without credentials.
-pub fn shown(proxy: &http::Uri) -> String {
-    let scheme = proxy.scheme_str().unwrap_or("http");
-    let authority = proxy.authority().map(|a| a.as_str().rsplit('@').next().unwrap_or_default().to_string());
-    format!("{scheme}://{}", authority.unwrap_or_default())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,11 +66,10 @@ mod tests {
     }
 
     #[test]
-    fn credentials_stay_in_the_url_and_out_of_messages() {
+    fn credentials_stay_in_the_url() {
         let vars = [("HTTPS_PROXY", "http://alice:s3cret@proxy.corp:3128")];
         let proxy = for_url(&SettingsSource::fixed(vars), &"https://api.example.com".parse().unwrap()).unwrap();
         assert_eq!(proxy.to_string(), "http://alice:s3cret@proxy.corp:3128/");
         assert_eq!(decide(&vars, "https://api.example.com").as_deref(), Some("http://alice:s3cret@proxy.corp:3128/"));
-        assert_eq!(shown(&proxy), "http://proxy.corp:3128");
     }
 }

@@ -145,16 +145,22 @@ fn run_makes_the_checks_first_unless_told_to_skip_them() {
     assert!(checked.stderr.contains("doctor: 3 checks passed"), "{}", checked.stderr);
 }
 
+/// Phase 1's vars file for the sandbox: cluster `prefix` with External DNS under the parent zone
+/// the sandbox made.
+fn phase1_vars(env: &TestEnv, sandbox: &SandboxProcess, prefix: &str) -> PathBuf {
+    env.write(
+        "phase1.vars.toml",
+        &format!(
+            "prefix = \"{prefix}\"\noidc_storage_account = \"{prefix}oidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nexternal_dns = true\nca_file = \"{}\"\n",
+            sandbox.dir.join("sandbox-ca.pem").display()
+        ),
+    )
+}
+
 /// Phase 1 run on `sandbox`, a pull
 /// secret, and a directory holding the hypershift stand-in; returns that directory.
 fn after_phase_1(env: &TestEnv, sandbox: &SandboxProcess) -> PathBuf {
-    let vars = env.write(
-        "phase1.vars.toml",
-        &format!(
-            "prefix = \"doc\"\noidc_storage_account = \"docoidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nexternal_dns = true\nca_file = \"{}\"\n",
-            sandbox.dir.join("sandbox-ca.pem").display()
-        ),
-    );
+    let vars = phase1_vars(env, sandbox, "doc");
     let phase1 = env
         .command(&["--no-progress", "run", "phase1-workload-identity", "--vars", vars.to_str().unwrap()])
         .envs(&sandbox.settings)
@@ -459,13 +465,7 @@ fn a_policy_that_would_deny_a_write_stops_phase_1_before_anything_is_written() {
     {
         assign_policy(&sandbox, serde_json::json!({"name": name, "definition": definition, "tag": "costCenter"}));
     }
-    let vars = env.write(
-        "phase1.vars.toml",
-        &format!(
-            "prefix = \"pol\"\noidc_storage_account = \"poloidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nexternal_dns = true\nca_file = \"{}\"\n",
-            sandbox.dir.join("sandbox-ca.pem").display()
-        ),
-    );
+    let vars = phase1_vars(&env, &sandbox, "pol");
     let vars = vars.to_str().unwrap();
     let path = std::env::var("PATH").unwrap_or_default();
     let subscription = sandbox.settings["AZURE_SUBSCRIPTION_ID"].clone();
@@ -551,13 +551,7 @@ fn a_password_lifetime_cap_is_named_and_a_shorter_secret_lifetime_passes() {
         &sandbox,
         serde_json::json!({"name": "app-password-cap", "definition": "password-lifetime", "max_days": 90}),
     );
-    let vars = env.write(
-        "phase1.vars.toml",
-        &format!(
-            "prefix = \"cap\"\noidc_storage_account = \"capoidc\"\ndns_parent_zone = \"example.com\"\ndns_parent_rg = \"dns-parent\"\nexternal_dns = true\nca_file = \"{}\"\n",
-            sandbox.dir.join("sandbox-ca.pem").display()
-        ),
-    );
+    let vars = phase1_vars(&env, &sandbox, "cap");
     let vars = vars.to_str().unwrap();
     let path = std::env::var("PATH").unwrap_or_default();
     let refused =
